@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# ops/test.sh - the one test command (CI runs it through .ci/run).
+#
+#   1. installs what is missing (Debian packages; npm packages for the SDK
+#      interop tests), idempotently;
+#   2. makes sure PostgreSQL answers (the server on 127.0.0.1:5432, else a
+#      private one it starts and stops) and creates a fresh database;
+#   3. builds with -Wall -Wextra -Werror and runs the whole suite with ctest;
+#   4. rebuilds under ASan+UBSan and runs the unit suites again;
+#   5. builds the libFuzzer targets with clang and runs each for a bounded time.
+#
+# Exits non-zero on any failure; ends with ctest's summary line.
+# Environment: OUTBOX_TEST_JOBS (build parallelism, default 2),
+#              OUTBOX_FUZZ_SECONDS (per fuzz target, default 20),
+#              OUTBOX_TEST_SKIP_ASAN=1 / OUTBOX_TEST_SKIP_FUZZ=1 for quick local runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=${OUTBOX_TEST_JOBS:-2}
+
+. ops/lib/deps.sh
+. ops/lib/pg.sh
+
+outbox_ensure_packages
+
+# Area-specific preparation (npm installs and the like), one script per area.
+for f in ops/lib/prepare.d/*.sh; do
+	[[ -e $f ]] && . "$f"
+done
+
+pg_ensure
+DB=outboxd_test_$$
+export OUTBOX_DATABASE_URL
+OUTBOX_DATABASE_URL=$(pg_fresh_db "$DB")
+export OUTBOX_PG_BASE
+cleanup() {
+	pg_drop_db "$DB"
+	pg_stop
+}
+trap cleanup EXIT
+
+echo "== build (RelWithDebInfo, -Werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$JOBS"
+
+if [[ ${OUTBOX_TEST_SKIP_ASAN:-0} != 1 ]]; then
+	echo "== build (ASan+UBSan)"
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON >/dev/null
+	cmake --build build-asan -j"$JOBS"
+fi
+
+if [[ ${OUTBOX_TEST_SKIP_FUZZ:-0} != 1 ]] && compgen -G "tests/fuzz/fuzz_*.c" >/dev/null; then
+	echo "== build (libFuzzer, clang)"
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j"$JOBS"
+fi
+
+status=0
+echo "== ctest: whole suite"
+(cd build && ctest --output-on-failure -LE fuzz) || status=1
+
+if [[ ${OUTBOX_TEST_SKIP_FUZZ:-0} != 1 && -d build-fuzz ]]; then
+	echo "== ctest: fuzz targets (${OUTBOX_FUZZ_SECONDS:-20}s each)"
+	(cd build-fuzz && ctest --output-on-failure -L fuzz) || status=1
+fi
+
+if [[ ${OUTBOX_TEST_SKIP_ASAN:-0} != 1 ]]; then
+	echo "== ctest: unit suites under ASan+UBSan"
+	(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -L unit) || status=1
+fi
+exit $status
