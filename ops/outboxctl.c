@@ -1,0 +1,40 @@
+/*
+ * outboxctl - the operator's command line. Dispatches to one subcommand per
+ * file (ops/ctl_*.c); see ops/ctl.h for the contract.
+ */
+#include "ops/ctl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct ctl_command commands[] = {
+	{"version", ctl_version, "print the outboxctl version"},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+int ctl_version(int argc, char **argv)
+{
+	printf("outboxctl 0.1.0\n");
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: outboxctl <command> [args]\n\ncommands:\n");
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "outboxctl: unknown command '%s' (see outboxctl --help)\n", argv[1]);
+	return 2;
+}
