@@ -7,7 +7,10 @@
 #ifndef OUTBOX_STELLAR_TXRESULT_H
 #define OUTBOX_STELLAR_TXRESULT_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct outbox_error;
 
 enum tx_result_code {
 	TX_FEE_BUMP_INNER_SUCCESS = 1,
@@ -82,5 +85,16 @@ struct tx_result {
 
 /* "txBAD_SEQ", "txSUCCESS", ...; "tx<unknown>" for codes not in the enum. */
 const char *tx_result_code_name(int32_t code);
+
+/*
+ * Decode a TransactionResult (resultXdr / errorResultXdr) from buf[0..len),
+ * strictly (bounded counts, trailing bytes rejected, unknown tx codes kept
+ * raw with no arm). For a fee bump the inner result fills inner_code and the
+ * op fields. Returns 0, or OUTBOX_EPROTO with err naming the problem.
+ */
+int tx_result_decode(struct tx_result *res, const uint8_t *buf, size_t len,
+		     struct outbox_error *err);
+/* The same from standard base64 (NUL-terminated). */
+int tx_result_decode_b64(struct tx_result *res, const char *b64, struct outbox_error *err);
 
 #endif
