@@ -1,0 +1,70 @@
+/*
+ * metrics.h - the fixed table of metric ids kept in the per-process stats
+ * blocks (layout.h: struct shm_stats_block).
+ *
+ * Adding a metric is ONE line in one of the X-macro tables below: append it
+ * (never reorder or delete a row in a released build: the id is its index in
+ * the block). The arrays in shm have fixed capacities (SHM_*_CAP), so adding
+ * rows does not change the segment layout; a _Static_assert in stats.c stops
+ * the build when a table outgrows its capacity.
+ *
+ * Columns:
+ *	counters:   X(ID, "prometheus_name", "help text")      monotonic uint64
+ *	gauges:     X(ID, "prometheus_name", "help text")      int64, set/add
+ *	histograms: X(ID, "prometheus_name", "help text", B)   buckets with upper
+ *	            bounds B, 2B, 4B, ... B*2^(SHM_HIST_BUCKETS-2), then +Inf
+ *
+ * Names follow Prometheus conventions (counters end in _total, units in the
+ * name). Every process has every metric; a metric a role never touches stays
+ * 0 and /metrics or outboxctl may skip zero rows of other roles.
+ */
+#ifndef OUTBOX_SHM_METRICS_H
+#define OUTBOX_SHM_METRICS_H
+
+#define SHM_COUNTER_CAP  64
+#define SHM_GAUGE_CAP    32
+#define SHM_HIST_CAP     8
+#define SHM_HIST_BUCKETS 16
+
+/* clang-format off */
+#define SHM_COUNTERS(X) \
+	X(MET_CHILD_SPAWNS, "outbox_child_spawns_total", "children forked by the supervisor") \
+	X(MET_CHILD_CRASHES, "outbox_child_crashes_total", "children that died by signal or with their slot active") \
+	X(MET_HEARTBEATS, "outbox_heartbeats_total", "heartbeats written by this process") \
+	X(MET_LOOP_ITERATIONS, "outbox_loop_iterations_total", "event loop iterations") \
+	X(MET_FEE_POLLS, "outbox_fee_polls_total", "fee oracle polls of the RPC") \
+	X(MET_FEE_POLL_FAILURES, "outbox_fee_poll_failures_total", "fee oracle polls that failed") \
+	X(MET_FEE_CLAMP_MIN, "outbox_fee_clamp_min_total", "fees raised to FEE_ORACLE_MIN") \
+	X(MET_FEE_CLAMP_MAX, "outbox_fee_clamp_max_total", "fees lowered to FEE_ORACLE_MAX") \
+	X(MET_FEE_CLAMP_FLOOR, "outbox_fee_clamp_floor_total", "fees raised to the 100 stroop floor") \
+	X(MET_FEE_PUBLISHES, "outbox_fee_publishes_total", "fee snapshots published") \
+	X(MET_FEE_PUBLISH_WAITS, "outbox_fee_publish_waits_total", "publishes that waited for a QSBR reader") \
+	X(MET_SNAPSHOT_READS, "outbox_snapshot_reads_total", "fee snapshot reads") \
+	X(MET_SNAPSHOT_STALE, "outbox_snapshot_stale_total", "reads that fell back to the default fee (stale snapshot)") \
+	X(MET_HINTS_RECEIVED, "outbox_hints_received_total", "ring hints consumed") \
+	X(MET_HINTS_SENT, "outbox_hints_sent_total", "ring hints pushed") \
+	X(MET_HINTS_DROPPED, "outbox_hints_dropped_total", "ring hints dropped because a ring was full") \
+	X(MET_INFLIGHT_DENIED, "outbox_inflight_denied_total", "transactions refused by the global in-flight cap") \
+	X(MET_DOORBELL_WAKEUPS, "outbox_doorbell_wakeups_total", "doorbell waits ended by a ring") \
+	X(MET_DOORBELL_TIMEOUTS, "outbox_doorbell_timeouts_total", "doorbell waits ended by their timeout")
+
+#define SHM_GAUGES(X) \
+	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \
+	X(MET_FEE_RECOMMENDED, "outbox_fee_recommended_stroops", "recommended base fee last published/used") \
+	X(MET_FEE_AGGRESSIVE, "outbox_fee_aggressive_stroops", "aggressive base fee last published/used") \
+	X(MET_FEE_CONGESTION, "outbox_fee_congestion_level", "congestion level 0=low 1=elevated 2=high 3=severe") \
+	X(MET_SNAPSHOT_AGE_MS, "outbox_snapshot_age_ms", "age of the fee snapshot at the last read") \
+	X(MET_CHILDREN_RUNNING, "outbox_children_running", "children currently running (supervisor)")
+
+#define SHM_HISTOGRAMS(X) \
+	X(MET_LOOP_LATENCY_US, "outbox_loop_latency_us", "event loop iteration time in microseconds", 16) \
+	X(MET_FEE_POLL_MS, "outbox_fee_poll_ms", "fee oracle poll round trip in milliseconds", 4) \
+	X(MET_PUBLISH_WAIT_US, "outbox_fee_publish_wait_us", "time a publish waited for a free slot in microseconds", 1)
+/* clang-format on */
+
+#define SHM_METRIC_ENUM_(id, ...) id,
+enum shm_counter_id { SHM_COUNTERS(SHM_METRIC_ENUM_) SHM_N_COUNTERS };
+enum shm_gauge_id { SHM_GAUGES(SHM_METRIC_ENUM_) SHM_N_GAUGES };
+enum shm_hist_id { SHM_HISTOGRAMS(SHM_METRIC_ENUM_) SHM_N_HISTS };
+
+#endif
