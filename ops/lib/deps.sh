@@ -8,8 +8,10 @@ OUTBOX_DEB_PACKAGES=(
 	libcurl4-openssl-dev libjansson-dev libsodium-dev liburcu-dev librdkafka-dev
 	check libsubunit-dev libmicrohttpd-dev libhiredis-dev
 	clang libclang-rt-14-dev clang-format
-	nodejs npm python3 curl procps iproute2 wrk
+	python3 curl procps iproute2 wrk
 )
+# Node.js (for the SDK interop tests) may come from outside Debian, with its
+# own npm: only ask apt for it when the commands are missing.
 
 outbox_ensure_packages() {
 	local missing=() p
@@ -17,6 +19,8 @@ outbox_ensure_packages() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing+=("$p")
 	done
+	command -v node >/dev/null 2>&1 || missing+=(nodejs)
+	command -v npm >/dev/null 2>&1 || missing+=(npm)
 	# Debian 13 ships clang 19: take whatever clang-rt dev package matches.
 	if ((${#missing[@]})); then
 		echo "deps: installing ${missing[*]}" >&2
