@@ -57,17 +57,17 @@ fi
 
 status=0
 echo "== ctest: whole suite"
-(cd build && ctest --output-on-failure -LE fuzz) || status=1
+(cd build && ctest --no-label-summary --output-on-failure -LE fuzz) || status=1
 
 if [[ ${OUTBOX_TEST_SKIP_FUZZ:-0} != 1 && -d build-fuzz ]]; then
 	echo "== ctest: fuzz targets (${OUTBOX_FUZZ_SECONDS:-20}s each)"
-	(cd build-fuzz && ctest --output-on-failure -L fuzz) || status=1
+	(cd build-fuzz && ctest --no-label-summary --output-on-failure -L fuzz) || status=1
 fi
 
 if [[ ${OUTBOX_TEST_SKIP_ASAN:-0} != 1 ]]; then
 	echo "== ctest: unit suites under ASan+UBSan"
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -L unit) || status=1
+		ctest --no-label-summary --output-on-failure -L unit) || status=1
 fi
 exit $status
