@@ -21,12 +21,13 @@
  * that cannot register (outboxctl, read-only mapping) copies the current slot
  * with fee_snapshot_copy(), which gives up after max_tries.
  *
- * Writer never stalls behind a dead reader: the supervisor marks dead readers
- * offline (qsbr_mark_offline) and, belt and braces, the publisher ignores a
- * lagging reader whose proc slot says it is not alive (FREE/EXITED/BACKOFF).
- * Behind a live but slow reader it waits with exponential backoff (10 us ..
- * 10 ms) and logs "still waiting for reader %u (pid %d)" every
- * FEE_PUBLISH_LOG_MS, up to the caller's timeout.
+ * Writer never stalls behind a dead reader once the supervisor has marked it
+ * offline (qsbr_mark_offline on reap, before the respawn). Behind a live but
+ * slow reader it waits with exponential backoff (10 us .. 10 ms) and logs
+ * "still waiting for reader %u (pid %d)" every FEE_PUBLISH_LOG_MS, up to the
+ * caller's timeout. (There is deliberately no "reader's process looks dead"
+ * shortcut: a respawned reader may go online before the supervisor stores
+ * its new pid, so such a guess could skip a live reader.)
  */
 #ifndef OUTBOX_SHM_FEE_SNAPSHOT_H
 #define OUTBOX_SHM_FEE_SNAPSHOT_H

@@ -140,7 +140,7 @@ void shm_segment_detach(struct shm_segment *seg);
 int shm_segment_unlink(const char *instance);
 
 /*
- * The stale-segment interlock. Open (creating, 0600) <dir>/<instance>.lock,
+ * The stale-segment interlock. Open (creating, 0600) <dir>/outboxd-<instance>.lock,
  * take flock(LOCK_EX|LOCK_NB) and write our pid into it. The fd is NOT
  * close-on-exec and must be inherited by every child, which never touches
  * it: the lock belongs to the open file description, so it stays held while
