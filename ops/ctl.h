@@ -16,5 +16,6 @@ struct ctl_command {
 };
 
 int ctl_version(int argc, char **argv);
+int ctl_migrate(int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
 
 static const struct ctl_command commands[] = {
 	{"version", ctl_version, "print the outboxctl version"},
+	{"migrate", ctl_migrate, "apply the schema migrations (OUTBOX_DATABASE_URL)"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
