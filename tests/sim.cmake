@@ -1,0 +1,7 @@
+# stellar-sim: the local Stellar RPC network (tests/stellar-sim/), its node
+# interop checks (tests/sim/) and its load bench (tests/bench/sim_load).
+file(GLOB sim_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/stellar-sim/*.c)
+add_executable(stellar-sim ${sim_srcs})
+target_link_libraries(stellar-sim PRIVATE outbox_stellar outbox_common PkgConfig::MHD
+	PkgConfig::JANSSON PkgConfig::SODIUM Threads::Threads)
+set_target_properties(stellar-sim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

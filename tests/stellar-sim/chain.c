@@ -1,0 +1,450 @@
+/*
+ * chain.c - chain state: initialisation, accounts, in-flight bookkeeping,
+ * bans, queue membership, and the read-only RPC answers (getHealth,
+ * getLatestLedger, getTransaction(s), getLedgerEntries facts).
+ * Admission is in submit.c, ledger close in close.c, fee stats in
+ * feestats.c, debug endpoints in debug.c.
+ */
+#include "tests/stellar-sim/chain_state.h"
+#include "tests/stellar-sim/xdrenc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct chain g_chain;
+
+const struct sim_config *chain_config(void)
+{
+	return &g_chain.cfg;
+}
+
+struct ledger *chain_ledger(uint32_t seq)
+{
+	struct ledger *l;
+
+	if (seq < g_chain.genesis || seq > g_chain.latest)
+		return NULL;
+	l = &g_chain.ring[seq % g_chain.ring_size];
+	return l->seq == seq ? l : NULL;
+}
+
+uint32_t chain_oldest(void)
+{
+	uint32_t r = g_chain.cfg.retention_ledgers;
+
+	if (g_chain.latest - g_chain.genesis + 1 <= r)
+		return g_chain.genesis;
+	return g_chain.latest - r + 1;
+}
+
+struct account *chain_account_get(const uint8_t key[32], bool create)
+{
+	struct table_node *n = table_find(&g_chain.accounts, key);
+	struct account *a;
+
+	if (n)
+		return table_entry(n, struct account, node);
+	if (!create)
+		return NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	memcpy(a->node.key, key, 32);
+	if (table_insert(&g_chain.accounts, &a->node) < 0) {
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void inflight_add(const struct sim_tx *tx)
+{
+	struct table_node *n = table_find(&g_chain.inflight, tx->inner_hash);
+	struct inflight *f;
+	struct account *a;
+
+	if (n) {
+		table_entry(n, struct inflight, node)->envelopes++;
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return;
+	memcpy(f->node.key, tx->inner_hash, 32);
+	memcpy(f->source, tx->source, 32);
+	f->envelopes = 1;
+	if (table_insert(&g_chain.inflight, &f->node) < 0) {
+		free(f);
+		return;
+	}
+	a = chain_account_get(tx->source, false);
+	if (a && ++a->in_flight > a->max_in_flight)
+		a->max_in_flight = a->in_flight;
+}
+
+static void inflight_end(struct inflight *f)
+{
+	struct account *a = chain_account_get(f->source, false);
+
+	if (a && a->in_flight)
+		a->in_flight--;
+	table_remove(&g_chain.inflight, &f->node);
+	free(f);
+}
+
+void inflight_drop(const struct sim_tx *tx)
+{
+	struct table_node *n = table_find(&g_chain.inflight, tx->inner_hash);
+	struct inflight *f;
+
+	if (!n)
+		return;
+	f = table_entry(n, struct inflight, node);
+	if (--f->envelopes == 0)
+		inflight_end(f);
+}
+
+void inflight_applied(const struct sim_tx *tx)
+{
+	struct table_node *n = table_find(&g_chain.inflight, tx->inner_hash);
+
+	if (n)
+		inflight_end(table_entry(n, struct inflight, node));
+}
+
+bool ban_active(const uint8_t hash[32])
+{
+	struct table_node *n = table_find(&g_chain.bans, hash);
+
+	return n && table_entry(n, struct ban, node)->until > g_chain.latest;
+}
+
+void ban_add(const uint8_t hash[32])
+{
+	struct table_node *n = table_find(&g_chain.bans, hash);
+	struct ban *b;
+
+	if (n) {
+		table_entry(n, struct ban, node)->until = g_chain.latest + g_chain.cfg.ban_ledgers;
+		return;
+	}
+	if (g_chain.n_bans == g_chain.bans_cap) {
+		size_t cap = g_chain.bans_cap ? 2 * g_chain.bans_cap : 256, i;
+		struct ban **nf = malloc(cap * sizeof(*nf));
+
+		if (!nf)
+			return;
+		for (i = 0; i < g_chain.n_bans; i++)
+			nf[i] = g_chain.ban_fifo[(g_chain.ban_head + i) % g_chain.bans_cap];
+		free(g_chain.ban_fifo);
+		g_chain.ban_fifo = nf;
+		g_chain.ban_head = 0;
+		g_chain.bans_cap = cap;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return;
+	memcpy(b->node.key, hash, 32);
+	b->until = g_chain.latest + g_chain.cfg.ban_ledgers;
+	if (table_insert(&g_chain.bans, &b->node) < 0) {
+		free(b);
+		return;
+	}
+	g_chain.ban_fifo[(g_chain.ban_head + g_chain.n_bans) % g_chain.bans_cap] = b;
+	g_chain.n_bans++;
+}
+
+/* Bans are queued in the order they were set; a renewed one is re-checked. */
+void ban_expire(void)
+{
+	while (g_chain.n_bans) {
+		struct ban *b = g_chain.ban_fifo[g_chain.ban_head];
+
+		if (b->until > g_chain.latest)
+			break;
+		g_chain.ban_head = (g_chain.ban_head + 1) % g_chain.bans_cap;
+		g_chain.n_bans--;
+		table_remove(&g_chain.bans, &b->node);
+		free(b);
+	}
+}
+
+static int push(struct sim_tx ***arr, size_t *n, size_t *cap, struct sim_tx *tx)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 1024;
+		struct sim_tx **na = realloc(*arr, nc * sizeof(*na));
+
+		if (!na)
+			return -ENOMEM;
+		*arr = na;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = tx;
+	return 0;
+}
+
+int queue_push(struct sim_tx *tx)
+{
+	memcpy(tx->qnode.key, tx->hash, 32);
+	if (push(&g_chain.queue, &g_chain.n_queue, &g_chain.queue_cap, tx) < 0)
+		return -ENOMEM;
+	if (table_insert(&g_chain.queued, &tx->qnode) < 0) {
+		g_chain.n_queue--;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void queue_remove_at(size_t i)
+{
+	struct sim_tx *tx = g_chain.queue[i];
+	struct account *a = chain_account_get(tx->source, false);
+
+	if (a && a->pending == tx)
+		a->pending = NULL;
+	table_remove(&g_chain.queued, &tx->qnode);
+	g_chain.queue[i] = g_chain.queue[--g_chain.n_queue];
+}
+
+int holes_push(struct sim_tx *tx)
+{
+	memcpy(tx->qnode.key, tx->hash, 32);
+	if (push(&g_chain.holes, &g_chain.n_holes, &g_chain.holes_cap, tx) < 0)
+		return -ENOMEM;
+	if (table_insert(&g_chain.queued, &tx->qnode) < 0) {
+		g_chain.n_holes--;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int chain_init(const struct sim_config *cfg)
+{
+	struct ledger *g;
+	size_t ring;
+
+	memset(&g_chain, 0, sizeof(g_chain));
+	pthread_mutex_init(&g_chain.lock, NULL);
+	g_chain.cfg = *cfg;
+	if (!g_chain.cfg.queue_capacity)
+		g_chain.cfg.queue_capacity = 2 * cfg->ledger_capacity;
+	if (table_init(&g_chain.accounts) || table_init(&g_chain.queued) ||
+	    table_init(&g_chain.bans) || table_init(&g_chain.inflight) ||
+	    table_init(&g_chain.txs) || table_init(&g_chain.txs_inner) ||
+	    table_init(&g_chain.execs))
+		return -ENOMEM;
+	ring = cfg->retention_ledgers;
+	if (ring < cfg->fee_window_classic)
+		ring = cfg->fee_window_classic;
+	if (ring < cfg->fee_window_soroban)
+		ring = cfg->fee_window_soroban;
+	g_chain.ring_size = ring + 1;
+	g_chain.ring = calloc(g_chain.ring_size, sizeof(*g_chain.ring));
+	if (!g_chain.ring)
+		return -ENOMEM;
+	g_chain.genesis = g_chain.latest = cfg->start_ledger;
+	g = &g_chain.ring[cfg->start_ledger % g_chain.ring_size];
+	g->seq = cfg->start_ledger;
+	g->close_time = sim_wall_s();
+	g->hash[0] = 1;
+	{
+		struct account *v = chain_account_get(cfg->vault_contract, true);
+
+		if (!v)
+			return -ENOMEM;
+		v->is_contract = true;
+		v->balance = cfg->vault_reserve;
+	}
+	return 0;
+}
+
+void chain_latest(uint32_t *seq, uint64_t *close_time)
+{
+	pthread_mutex_lock(&g_chain.lock);
+	*seq = g_chain.latest;
+	*close_time = chain_ledger(g_chain.latest)->close_time;
+	pthread_mutex_unlock(&g_chain.lock);
+}
+
+static json_t *str_u64(uint64_t v)
+{
+	char b[24];
+
+	snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+	return json_string(b);
+}
+
+/* latestLedger/oldestLedger and their close times (as strings), under the lock. */
+static void put_window(json_t *o, bool string_times)
+{
+	uint32_t oldest = chain_oldest();
+	struct ledger *lo = chain_ledger(oldest), *la = chain_ledger(g_chain.latest);
+
+	json_object_set_new(o, "latestLedger", json_integer(g_chain.latest));
+	json_object_set_new(
+		o, string_times ? "latestLedgerCloseTime" : "latestLedgerCloseTimestamp",
+		string_times ? str_u64(la->close_time) : json_integer((json_int_t)la->close_time));
+	json_object_set_new(o, "oldestLedger", json_integer(oldest));
+	json_object_set_new(o,
+			    string_times ? "oldestLedgerCloseTime" : "oldestLedgerCloseTimestamp",
+			    string_times ? str_u64(lo ? lo->close_time : 0)
+					 : json_integer(lo ? (json_int_t)lo->close_time : 0));
+}
+
+json_t *chain_health(void)
+{
+	json_t *o = json_object();
+
+	pthread_mutex_lock(&g_chain.lock);
+	json_object_set_new(o, "status", json_string("healthy"));
+	put_window(o, true);
+	json_object_set_new(o, "ledgerRetentionWindow",
+			    json_integer(g_chain.cfg.retention_ledgers));
+	pthread_mutex_unlock(&g_chain.lock);
+	return o;
+}
+
+json_t *chain_latest_ledger(void)
+{
+	json_t *o = json_object();
+	struct ledger *l, *prev;
+	char hex[65], *hdr;
+
+	pthread_mutex_lock(&g_chain.lock);
+	l = chain_ledger(g_chain.latest);
+	prev = chain_ledger(g_chain.latest - 1);
+	sim_hex(l->hash, 32, hex);
+	hdr = enc_ledger_header(l->seq, l->close_time, prev ? prev->hash : l->hash,
+				g_chain.cfg.base_fee, g_chain.cfg.ledger_capacity);
+	json_object_set_new(o, "id", json_string(hex));
+	json_object_set_new(o, "protocolVersion", json_integer(SIM_PROTOCOL_VERSION));
+	json_object_set_new(o, "sequence", json_integer(l->seq));
+	json_object_set_new(o, "closeTime", str_u64(l->close_time));
+	pthread_mutex_unlock(&g_chain.lock);
+	if (hdr) {
+		json_object_set_new(o, "headerXdr", json_string(hdr));
+		free(hdr);
+	}
+	return o;
+}
+
+static void put_record(json_t *o, const struct txrec *r, bool created_at_string)
+{
+	json_object_set_new(o, "status", json_string(r->success ? "SUCCESS" : "FAILED"));
+	json_object_set_new(o, "ledger", json_integer(r->ledger));
+	json_object_set_new(o, "createdAt",
+			    created_at_string ? str_u64(r->created_at)
+					      : json_integer((json_int_t)r->created_at));
+	json_object_set_new(o, "applicationOrder", json_integer(r->order));
+	json_object_set_new(o, "feeBump", json_boolean(r->fee_bump));
+	json_object_set_new(o, "envelopeXdr", json_string(r->envelope_b64));
+	json_object_set_new(o, "resultXdr", json_string(r->result_b64));
+	/* TransactionMeta v0 with no operation metas: decodable, and all we model. */
+	json_object_set_new(o, "resultMetaXdr", json_string("AAAAAAAAAAA="));
+}
+
+json_t *chain_get_transaction(const uint8_t hash[32])
+{
+	json_t *o = json_object();
+	struct table_node *n;
+	char hex[65];
+
+	sim_hex(hash, 32, hex);
+	json_object_set_new(o, "txHash", json_string(hex));
+	pthread_mutex_lock(&g_chain.lock);
+	put_window(o, true);
+	n = table_find(&g_chain.txs, hash);
+	if (n || (n = table_find(&g_chain.txs_inner, hash))) {
+		struct txrec *r = table_find(&g_chain.txs, hash)
+					  ? table_entry(n, struct txrec, node)
+					  : table_entry(n, struct txrec, inner_node);
+
+		if (r->ledger >= chain_oldest()) {
+			put_record(o, r, true);
+			pthread_mutex_unlock(&g_chain.lock);
+			return o;
+		}
+	}
+	pthread_mutex_unlock(&g_chain.lock);
+	json_object_set_new(o, "status", json_string("NOT_FOUND"));
+	return o;
+}
+
+json_t *chain_get_transactions(uint32_t start_ledger, uint64_t cursor, unsigned limit, char *errbuf,
+			       size_t errlen)
+{
+	json_t *o, *arr;
+	uint32_t seq, order_after = 0, oldest;
+	uint64_t last = 0;
+	unsigned got = 0;
+
+	pthread_mutex_lock(&g_chain.lock);
+	oldest = chain_oldest();
+	if (start_ledger) {
+		if (start_ledger < oldest || start_ledger > g_chain.latest) {
+			snprintf(errbuf, errlen,
+				 "start ledger must be between the oldest ledger: %u and the "
+				 "latest ledger: %u for this rpc instance.",
+				 oldest, g_chain.latest);
+			pthread_mutex_unlock(&g_chain.lock);
+			return NULL;
+		}
+		seq = start_ledger;
+	} else {
+		seq = (uint32_t)(cursor >> 32);
+		order_after = (uint32_t)((cursor & 0xffffffffULL) >> 12);
+		if (seq < oldest) {
+			seq = oldest;
+			order_after = 0;
+		}
+	}
+	o = json_object();
+	arr = json_array();
+	for (; seq <= g_chain.latest && got < limit; seq++, order_after = 0) {
+		struct ledger *l = chain_ledger(seq);
+		uint32_t i;
+
+		if (!l)
+			continue;
+		for (i = order_after; i < l->n_txs && got < limit; i++) {
+			json_t *t = json_object();
+			char hex[65];
+
+			sim_hex(l->txs[i]->node.key, 32, hex);
+			json_object_set_new(t, "txHash", json_string(hex));
+			put_record(t, l->txs[i], false);
+			json_array_append_new(arr, t);
+			last = ((uint64_t)seq << 32) | ((uint64_t)(i + 1) << 12);
+			got++;
+		}
+	}
+	if (got < limit)
+		last = ((uint64_t)g_chain.latest << 32) | 0xffffffffULL;
+	json_object_set_new(o, "transactions", arr);
+	put_window(o, false);
+	pthread_mutex_unlock(&g_chain.lock);
+	json_object_set_new(o, "cursor", str_u64(last));
+	return o;
+}
+
+bool chain_account(const uint8_t key[32], int64_t *seq, int64_t *balance, uint32_t *last_modified)
+{
+	struct account *a;
+	bool ok = false;
+
+	pthread_mutex_lock(&g_chain.lock);
+	a = chain_account_get(key, false);
+	if (a && a->exists) {
+		*seq = a->seq;
+		*balance = a->balance > INT64_MAX ? INT64_MAX
+			   : a->balance < 0       ? 0
+						  : (int64_t)a->balance;
+		*last_modified = a->last_modified;
+		ok = true;
+	}
+	pthread_mutex_unlock(&g_chain.lock);
+	return ok;
+}

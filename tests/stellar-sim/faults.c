@@ -1,0 +1,202 @@
+/*
+ * faults.c - see faults.h. A small table (at most FAULT_MAX methods) behind
+ * its own lock: fault lookups happen on every request, outside the chain
+ * lock.
+ */
+#include "tests/stellar-sim/faults.h"
+#include "tests/stellar-sim/chain.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FAULT_MAX        32
+#define FAULT_METHOD_MAX 48
+#define FAULT_DELAY_MAX  600000
+
+struct fault_entry {
+	char method[FAULT_METHOD_MAX];
+	struct fault f;
+};
+
+static struct fault_entry table[FAULT_MAX];
+static size_t n_entries;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int get_rate(json_t *body, const char *name, double *out, char *errbuf, size_t errlen)
+{
+	json_t *v = json_object_get(body, name);
+
+	*out = 0;
+	if (!v)
+		return 0;
+	if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
+		snprintf(errbuf, errlen, "%s: expected a number between 0 and 1", name);
+		return -1;
+	}
+	*out = json_number_value(v);
+	return 0;
+}
+
+static const char *const known[] = {"method",
+				    "delay_ms",
+				    "timeout_rate",
+				    "http_5xx_rate",
+				    "garbage_rate",
+				    "try_again_later_rate",
+				    "blackhole_rate",
+				    "background_fee_load",
+				    NULL};
+
+static int check_fields(json_t *body, char *errbuf, size_t errlen)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(body, k, v)
+	{
+		size_t i;
+
+		for (i = 0; known[i] && strcmp(known[i], k); i++)
+			;
+		if (!known[i]) {
+			snprintf(errbuf, errlen, "%.64s: unknown field", k);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int parse(json_t *body, struct fault *f, const char **method, char *errbuf, size_t errlen)
+{
+	json_t *m = json_object_get(body, "method"), *d = json_object_get(body, "delay_ms");
+
+	memset(f, 0, sizeof(*f));
+	*method = "*";
+	if (m) {
+		if (!json_is_string(m) || !json_string_length(m) ||
+		    json_string_length(m) >= FAULT_METHOD_MAX) {
+			snprintf(errbuf, errlen, "method: expected a method name or \"*\"");
+			return -1;
+		}
+		*method = json_string_value(m);
+	}
+	if (d) {
+		if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+		    json_integer_value(d) > FAULT_DELAY_MAX) {
+			snprintf(errbuf, errlen, "delay_ms: expected an integer 0..%d",
+				 FAULT_DELAY_MAX);
+			return -1;
+		}
+		f->delay_ms = (unsigned)json_integer_value(d);
+	}
+	if (get_rate(body, "timeout_rate", &f->timeout_rate, errbuf, errlen) ||
+	    get_rate(body, "http_5xx_rate", &f->http_5xx_rate, errbuf, errlen) ||
+	    get_rate(body, "garbage_rate", &f->garbage_rate, errbuf, errlen) ||
+	    get_rate(body, "try_again_later_rate", &f->try_again_later_rate, errbuf, errlen) ||
+	    get_rate(body, "blackhole_rate", &f->blackhole_rate, errbuf, errlen))
+		return -1;
+	return 0;
+}
+
+static int store(const char *method, const struct fault *f, char *errbuf, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < n_entries; i++)
+		if (!strcmp(table[i].method, method))
+			break;
+	if (i == n_entries) {
+		if (n_entries == FAULT_MAX) {
+			snprintf(errbuf, errlen, "method: at most %d fault entries", FAULT_MAX);
+			return -1;
+		}
+		n_entries++;
+		snprintf(table[i].method, sizeof(table[i].method), "%s", method);
+	}
+	table[i].f = *f;
+	return 0;
+}
+
+int faults_set(json_t *body, char *errbuf, size_t errlen)
+{
+	json_t *load = json_object_get(body, "background_fee_load");
+	struct fault f;
+	const char *method;
+	int rc = 0;
+
+	if (!json_is_object(body)) {
+		snprintf(errbuf, errlen, "body: expected a JSON object");
+		return -1;
+	}
+	if (check_fields(body, errbuf, errlen))
+		return -1;
+	if (load && (!json_is_integer(load) || json_integer_value(load) < 0 ||
+		     json_integer_value(load) > 100000)) {
+		snprintf(errbuf, errlen, "background_fee_load: expected an integer 0..100000");
+		return -1;
+	}
+	if (parse(body, &f, &method, errbuf, errlen))
+		return -1;
+	if (json_object_size(body) == 0) {
+		pthread_mutex_lock(&lock);
+		n_entries = 0;
+		pthread_mutex_unlock(&lock);
+		chain_set_background_load(0);
+		return 0;
+	}
+	if (load)
+		chain_set_background_load((unsigned)json_integer_value(load));
+	if (load && json_object_size(body) == 1)
+		return 0;
+	pthread_mutex_lock(&lock);
+	rc = store(method, &f, errbuf, errlen);
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+void faults_get(const char *method, struct fault *out)
+{
+	size_t i, star = FAULT_MAX;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < n_entries; i++) {
+		if (method && !strcmp(table[i].method, method)) {
+			*out = table[i].f;
+			pthread_mutex_unlock(&lock);
+			return;
+		}
+		if (!strcmp(table[i].method, "*"))
+			star = i;
+	}
+	if (star < FAULT_MAX)
+		*out = table[star].f;
+	pthread_mutex_unlock(&lock);
+}
+
+bool faults_roll(double rate)
+{
+	return rate > 0 && sim_rand_unit() < rate;
+}
+
+json_t *faults_json(void)
+{
+	json_t *o = json_object();
+	size_t i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < n_entries; i++) {
+		const struct fault *f = &table[i].f;
+
+		json_object_set_new(o, table[i].method,
+				    json_pack("{s:i,s:f,s:f,s:f,s:f,s:f}", "delay_ms",
+					      (int)f->delay_ms, "timeout_rate", f->timeout_rate,
+					      "http_5xx_rate", f->http_5xx_rate, "garbage_rate",
+					      f->garbage_rate, "try_again_later_rate",
+					      f->try_again_later_rate, "blackhole_rate",
+					      f->blackhole_rate));
+	}
+	pthread_mutex_unlock(&lock);
+	return o;
+}

@@ -1,0 +1,303 @@
+/*
+ * http.c - see http.h. Request life: the body is collected (bounded by
+ * SIM_MAX_BODY, 413 beyond), parsed, the method's faults are rolled, and the
+ * answer is queued. A delayed or held request is suspended and put on the
+ * park list; the parker thread resumes it when its time comes, and MHD
+ * calls the handler again, which picks up where the request state says.
+ */
+#include "tests/stellar-sim/http.h"
+#include "common/log.h"
+#include "tests/stellar-sim/chain.h"
+#include "tests/stellar-sim/faults.h"
+#include "tests/stellar-sim/rpc.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+enum req_state { REQ_NEW, REQ_DELAYED, REQ_RESUMED, REQ_HELD, REQ_RELEASED };
+
+struct req {
+	enum req_state state;
+	char *body;
+	size_t len;
+	bool too_big;
+	json_t *json;
+	struct fault f;
+	struct MHD_Connection *conn;
+	uint64_t resume_at;
+	struct req *next; /* park list */
+};
+
+static struct MHD_Daemon *daemon_;
+static const struct sim_config *cfg;
+static pthread_t parker;
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static struct req *parked;
+static bool stopping;
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *ctype,
+			       char *body, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", ctype);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *c, unsigned status, json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT);
+
+	json_decref(o);
+	if (!s)
+		return MHD_NO;
+	return respond(c, status, "application/json", s, strlen(s));
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status, const char *text)
+{
+	char *s = strdup(text);
+
+	return s ? respond(c, status, "text/plain", s, strlen(s)) : MHD_NO;
+}
+
+/* Suspend the connection until `at` (monotonic ms). */
+static enum MHD_Result park(struct req *q, enum req_state st, uint64_t at)
+{
+	q->state = st;
+	q->resume_at = at;
+	MHD_suspend_connection(q->conn);
+	pthread_mutex_lock(&park_lock);
+	q->next = parked;
+	parked = q;
+	pthread_cond_signal(&park_cond);
+	pthread_mutex_unlock(&park_lock);
+	return MHD_YES;
+}
+
+static void *parker_main(void *arg)
+{
+	pthread_mutex_lock(&park_lock);
+	for (;;) {
+		uint64_t now = sim_now_ms(), next = now + 1000;
+		struct req **pp = &parked;
+		struct timespec ts;
+
+		while (*pp) {
+			struct req *q = *pp;
+
+			if (stopping || q->resume_at <= now) {
+				*pp = q->next;
+				if (q->state == REQ_HELD)
+					q->state = REQ_RELEASED;
+				MHD_resume_connection(q->conn);
+				continue;
+			}
+			if (q->resume_at < next)
+				next = q->resume_at;
+			pp = &q->next;
+		}
+		if (stopping)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		next -= now;
+		ts.tv_sec += (time_t)(next / 1000);
+		ts.tv_nsec += (long)(next % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&park_cond, &park_lock, &ts);
+	}
+	pthread_mutex_unlock(&park_lock);
+	return NULL;
+}
+
+static enum MHD_Result garbage(struct MHD_Connection *c)
+{
+	static const char junk[] =
+		"<html><body>502 upstream sent garbage \x01\x02\xff{\"jsonrpc\":";
+
+	return respond_text(c, 200, junk);
+}
+
+static enum MHD_Result rpc(struct req *q)
+{
+	struct rpc_faults rf = {false, false};
+	const char *m;
+
+	if (q->state == REQ_NEW) {
+		json_error_t je;
+
+		q->json = json_loadb(q->body ? q->body : "", q->len, 0, &je);
+		if (!q->json || !json_is_object(q->json))
+			return respond_json(q->conn, 200, rpc_error(NULL, -32700, "parse error"));
+		faults_get(rpc_method(q->json), &q->f);
+		if (q->f.delay_ms)
+			return park(q, REQ_DELAYED, sim_now_ms() + q->f.delay_ms);
+	}
+	if (faults_roll(q->f.timeout_rate))
+		return park(q, REQ_HELD, sim_now_ms() + cfg->hold_max_ms);
+	if (faults_roll(q->f.http_5xx_rate))
+		return respond_text(q->conn, 503, "503 Service Unavailable (injected)\n");
+	if (faults_roll(q->f.garbage_rate))
+		return garbage(q->conn);
+	m = rpc_method(q->json);
+	if (m && !strcmp(m, "sendTransaction")) {
+		rf.try_again_later = faults_roll(q->f.try_again_later_rate);
+		rf.blackhole = faults_roll(q->f.blackhole_rate);
+	}
+	return respond_json(q->conn, 200, rpc_handle(q->json, &rf));
+}
+
+static enum MHD_Result debug_post(struct req *q, const char *url)
+{
+	json_error_t je;
+	json_t *body = json_loadb(q->body ? q->body : "", q->len, 0, &je);
+	char err[256] = "";
+	int rc;
+
+	if (!body || !json_is_object(body)) {
+		json_decref(body);
+		return respond_json(q->conn, 400,
+				    json_pack("{s:s}", "error", "body: expected a JSON object"));
+	}
+	if (!strcmp(url, "/debug/accounts"))
+		rc = chain_debug_accounts(body, err, sizeof(err));
+	else
+		rc = faults_set(body, err, sizeof(err));
+	json_decref(body);
+	if (rc < 0)
+		return respond_json(q->conn, 400, json_pack("{s:s}", "error", err));
+	return respond_json(q->conn, 200, json_pack("{s:b}", "ok", 1));
+}
+
+static enum MHD_Result route(struct req *q, const char *url, const char *method)
+{
+	bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+
+	if (q->too_big)
+		return respond_text(q->conn, 413, "request body too large\n");
+	if (!strcmp(url, "/") && post)
+		return rpc(q);
+	if (!cfg->debug || strncmp(url, "/debug/", 7))
+		return respond_text(q->conn, 404, "not found\n");
+	if (post && (!strcmp(url, "/debug/accounts") || !strcmp(url, "/debug/faults")))
+		return debug_post(q, url);
+	if (get && !strcmp(url, "/debug/state"))
+		return respond_json(q->conn, 200, chain_debug_state());
+	if (get && !strcmp(url, "/debug/executions"))
+		return respond_json(q->conn, 200, chain_debug_executions());
+	if (get && !strcmp(url, "/debug/faults"))
+		return respond_json(q->conn, 200, faults_json());
+	return respond_text(q->conn, 404, "not found\n");
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *data,
+			       size_t *data_size, void **con_cls)
+{
+	struct req *q = *con_cls;
+
+	if (!q) {
+		q = calloc(1, sizeof(*q));
+		if (!q)
+			return MHD_NO;
+		q->conn = c;
+		*con_cls = q;
+		return MHD_YES;
+	}
+	if (*data_size) {
+		if (q->len + *data_size > SIM_MAX_BODY) {
+			q->too_big = true;
+		} else if (!q->too_big) {
+			char *nb = realloc(q->body, q->len + *data_size + 1);
+
+			if (!nb)
+				return MHD_NO;
+			memcpy(nb + q->len, data, *data_size);
+			q->body = nb;
+			q->len += *data_size;
+		}
+		*data_size = 0;
+		return MHD_YES;
+	}
+	switch (q->state) {
+	case REQ_RELEASED:
+		return MHD_NO; /* a held request: close without an answer */
+	case REQ_HELD:
+		return MHD_YES;
+	case REQ_DELAYED:
+		q->state = REQ_RESUMED;
+		return rpc(q);
+	default:
+		return route(q, url, method);
+	}
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct req *q = *con_cls;
+
+	if (!q)
+		return;
+	json_decref(q->json);
+	free(q->body);
+	free(q);
+	*con_cls = NULL;
+}
+
+int http_start(const struct sim_config *config, unsigned *port)
+{
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *di;
+
+	cfg = config;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)cfg->port);
+	if (inet_pton(AF_INET, cfg->listen_host, &sa.sin_addr) != 1) {
+		log_err("--listen: '%s' is not an IPv4 address", cfg->listen_host);
+		return -1;
+	}
+	if (pthread_create(&parker, NULL, parker_main, NULL))
+		return -1;
+	daemon_ = MHD_start_daemon(
+		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
+		NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE,
+		cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+		MHD_OPTION_CONNECTION_LIMIT, 4000, MHD_OPTION_CONNECTION_TIMEOUT, 120,
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
+	if (!daemon_) {
+		log_err("cannot listen on %s:%u", cfg->listen_host, cfg->port);
+		return -1;
+	}
+	di = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
+	*port = di ? di->port : cfg->port;
+	return 0;
+}
+
+void http_stop(void)
+{
+	pthread_mutex_lock(&park_lock);
+	stopping = true;
+	pthread_cond_signal(&park_cond);
+	pthread_mutex_unlock(&park_lock);
+	pthread_join(parker, NULL);
+	if (daemon_)
+		MHD_stop_daemon(daemon_);
+	daemon_ = NULL;
+}
