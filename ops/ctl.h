@@ -17,5 +17,28 @@ struct ctl_command {
 
 int ctl_version(int argc, char **argv);
 int ctl_migrate(int argc, char **argv);
+int ctl_tx(int argc, char **argv);
+int ctl_stats(int argc, char **argv);
+int ctl_fee(int argc, char **argv);
+
+/*
+ * Shared by stats and fee (ctl_stats.c): parse [--json] [--instance NAME]
+ * (default $OUTBOX_INSTANCE, then "default") and attach that instance's
+ * segment read-only. Returns 0, or the exit code after printing one line.
+ */
+#include "common/shm/segment.h"
+#include <jansson.h>
+#include <stdbool.h>
+struct ctl_shm_opts {
+	bool json;
+	char instance[SHM_INSTANCE_MAX + 1];
+	struct shm_segment seg;
+};
+int ctl_shm_open(const char *cmd, int argc, char **argv, struct ctl_shm_opts *o);
+/* The daemon restarted (new segment) since we attached. */
+bool ctl_shm_restarted(const struct ctl_shm_opts *o);
+/* The fee snapshot as JSON (the `fee --json` keys); *stale when old or absent. */
+json_t *ctl_fee_json(const struct shm_segment *seg, bool *stale);
+void ctl_fee_print_text(json_t *fee);
 
 #endif
