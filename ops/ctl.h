@@ -18,6 +18,7 @@ struct ctl_command {
 int ctl_version(int argc, char **argv);
 int ctl_migrate(int argc, char **argv);
 int ctl_tx(int argc, char **argv);
+int ctl_tx(int argc, char **argv);
 int ctl_stats(int argc, char **argv);
 int ctl_fee(int argc, char **argv);
 

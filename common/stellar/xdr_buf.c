@@ -179,7 +179,7 @@ int xdr_fail(struct xdr_reader *r, int code, const char *field, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	outbox_error_set(r->err, code, field, "%s (at byte %zu)", msg, r->off);
+	outbox_error_set(r->err, code, field, "%s (at byte %zu)", msg, r->mark);
 	return code;
 }
 
@@ -187,6 +187,7 @@ int xdr_reader_finish(struct xdr_reader *r, const char *what)
 {
 	if (r->status)
 		return r->status;
+	r->mark = r->off;
 	if (r->off != r->len)
 		return xdr_fail(r, OUTBOX_EPROTO, what, "%zu trailing bytes after the value",
 				r->len - r->off);
@@ -200,11 +201,13 @@ static const uint8_t *take(struct xdr_reader *r, const char *field, size_t n)
 	if (r->status)
 		return NULL;
 	if (r->len - r->off < n) {
+		r->mark = r->off;
 		xdr_fail(r, OUTBOX_EPROTO, field, "truncated: need %zu bytes, %zu left", n,
 			 r->len - r->off);
 		return NULL;
 	}
 	p = r->buf + r->off;
+	r->mark = r->off;
 	r->off += n;
 	return p;
 }

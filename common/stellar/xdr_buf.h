@@ -69,8 +69,9 @@ struct xdr_reader {
 	const uint8_t *buf;
 	size_t len;
 	size_t off;
-	int status; /* 0, or the first failure */
-	int depth;  /* recursion guard for nested ScVal / invocations */
+	size_t mark; /* where the item being read started (for messages) */
+	int status;  /* 0, or the first failure */
+	int depth;   /* recursion guard for nested ScVal / invocations */
 	struct outbox_error *err;
 };
 
