@@ -948,10 +948,11 @@ static json_t *build_get_txs(const struct rpc_request *req, struct outbox_error 
 		goto fail;
 	if (req->cursor) {
 		size_t len = strnlen(req->cursor, RPC_CURSOR_MAX);
+		bool printable = true;
 		for (size_t i = 0; i < len; i++)
 			if (req->cursor[i] < 0x21 || req->cursor[i] > 0x7e)
-				len = RPC_CURSOR_MAX;
-		if (len == 0 || len >= RPC_CURSOR_MAX) {
+				printable = false;
+		if (!printable || len == 0 || len >= RPC_CURSOR_MAX) {
 			outbox_error_set(err, OUTBOX_EINVAL, "cursor",
 					 "expected 1..%d printable characters", RPC_CURSOR_MAX - 1);
 			goto fail;
