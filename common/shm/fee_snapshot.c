@@ -41,8 +41,9 @@
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/seqcount.h"
 
-#define RETIRE_IN_USE UINT64_MAX
-#define SLOT_MASK     0xffu
+#define RETIRE_IN_USE     UINT64_MAX
+#define SLOT_MASK         0xffu
+#define FEE_PUBLISH_SPINS 64
 
 _Static_assert(sizeof(struct fee_snapshot) % 8 == 0, "snapshot is whole words");
 _Static_assert(SHM_FEE_MAX_SLOTS <= SLOT_MASK, "slot index fits the low byte");
@@ -88,7 +89,9 @@ int fee_publisher_init(struct fee_publisher *p, const struct shm_segment *seg)
 /* A slot other than `cur_slot` that no online reader can still be using. */
 static int find_free_slot(struct fee_publisher *p, uint32_t cur_slot, uint32_t *blocker)
 {
-	for (uint32_t s = 0; s < p->n_slots; s++) {
+	/* round robin from the slot after current: the longest grace for readers */
+	for (uint32_t k = 1; k <= p->n_slots; k++) {
+		uint32_t s = (cur_slot + k) % p->n_slots;
 		uint64_t rt = atomic_load_explicit(&p->ctl->retire_token[s], memory_order_relaxed);
 
 		if (s == cur_slot || rt == RETIRE_IN_USE)
@@ -111,8 +114,8 @@ static void sleep_ns(uint64_t ns)
 static int wait_free_slot(struct fee_publisher *p, uint32_t cur_slot, uint64_t timeout_ms)
 {
 	uint64_t start = shm_now_ns(), next_log = start + FEE_PUBLISH_LOG_MS * 1000000ull;
-	uint64_t backoff = 10000, now;
-	uint32_t blocker = 0;
+	uint64_t backoff = 20000, now;
+	uint32_t blocker = 0, spins = 0;
 	int s;
 
 	while ((s = find_free_slot(p, cur_slot, &blocker)) < 0) {
@@ -128,8 +131,17 @@ static int wait_free_slot(struct fee_publisher *p, uint32_t cur_slot, uint64_t t
 					 : -1);
 			next_log = now + FEE_PUBLISH_LOG_MS * 1000000ull;
 		}
+		/*
+		 * A blocking reader is usually just descheduled while online:
+		 * yield first (lets it run if it shares our CPU), then sleep
+		 * with exponential backoff up to 1 ms.
+		 */
+		if (++spins <= FEE_PUBLISH_SPINS) {
+			sched_yield();
+			continue;
+		}
 		sleep_ns(backoff);
-		backoff = backoff < 10000000 ? backoff * 2 : backoff;
+		backoff = backoff < 1000000 ? backoff * 2 : backoff;
 	}
 	p->last_wait_ns = shm_now_ns() - start;
 	return s;

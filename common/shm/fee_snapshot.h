@@ -23,7 +23,7 @@
  *
  * Writer never stalls behind a dead reader once the supervisor has marked it
  * offline (qsbr_mark_offline on reap, before the respawn). Behind a live but
- * slow reader it waits with exponential backoff (10 us .. 10 ms) and logs
+ * slow reader it yields, then sleeps with exponential backoff (20 us .. 1 ms) and logs
  * "still waiting for reader %u (pid %d)" every FEE_PUBLISH_LOG_MS, up to the
  * caller's timeout. (There is deliberately no "reader's process looks dead"
  * shortcut: a respawned reader may go online before the supervisor stores
