@@ -22,7 +22,8 @@
  *
  * Callbacks run only from inside rpc_client_perform() / rpc_client_poll() /
  * rpc_call_blocking() / rpc_client_free(), never from rpc_call_start(). A
- * callback may start new calls; it must not free the client.
+ * callback may start new calls; it must not free the client, nor drive the
+ * loop itself (rpc_client_perform/poll, rpc_call_blocking).
  *
  * Every response is parsed defensively (rpc_parse.c): sizes bounded, numbers
  * range-checked, wrong JSON types rejected with a message naming the field
@@ -42,6 +43,7 @@
 #define RPC_DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define RPC_DEFAULT_TIMEOUT_MS         15000
 #define RPC_DEFAULT_MAX_RESPONSE       (4u << 20)
+#define RPC_LATEST_LEDGER_MAX_RESPONSE (32u << 20)  /* see struct rpc_request */
 #define RPC_XDR_MAX                    (256u << 10) /* any base64 XDR field, in or out */
 #define RPC_MESSAGE_MAX                4096         /* simulate error text, JSON-RPC message */
 #define RPC_PASSPHRASE_MAX             256
@@ -85,6 +87,15 @@ struct rpc_request {
 	uint32_t start_ledger;   /* GET_TRANSACTIONS: used when cursor is NULL */
 	const char *cursor;      /* GET_TRANSACTIONS: continue a previous page */
 	uint32_t limit;          /* GET_TRANSACTIONS: page size, 0 = server default */
+	/*
+	 * Body limit for this call; 0 = the client's max_response_bytes, except
+	 * getLatestLedger, whose answer carries the whole LedgerCloseMeta
+	 * (metadataXdr, megabytes on a busy network) and so defaults to the
+	 * larger of the client's limit and RPC_LATEST_LEDGER_MAX_RESPONSE.
+	 * getTransactions pages carry every tx's meta too: keep pages small or
+	 * raise this.
+	 */
+	size_t max_response;
 };
 
 /* How a call ended. Everything but RPC_OK carries a message in rpc_result.err. */
@@ -121,6 +132,7 @@ struct rpc_latest_ledger {
 	uint32_t sequence;
 	uint32_t protocol_version;
 	int64_t close_time; /* -1 when absent (before v25) */
+	char *header_xdr;   /* base64 LedgerHeader (baseFee, maxTxSetSize: 1.3), or NULL */
 };
 
 /* All zero (ledger_count 0) when the window holds no transactions. */

@@ -35,6 +35,7 @@ struct rpc_call {
 	char *body; /* request JSON, owned until the transfer ends */
 	char *resp; /* response bytes so far */
 	size_t resp_len, resp_cap;
+	size_t max_response; /* this call's body limit */
 	bool too_big;
 	rpc_done_fn cb;
 	void *arg;
@@ -110,7 +111,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
 	struct rpc_call *call = userp;
 	size_t n = size * nmemb, need = call->resp_len + n;
 
-	if (need > call->client->max_response) {
+	if (need > call->max_response) {
 		call->too_big = true;
 		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
 	}
@@ -119,8 +120,8 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userp)
 		char *p;
 		while (cap < need + 1)
 			cap *= 2;
-		if (cap > call->client->max_response + 1)
-			cap = call->client->max_response + 1;
+		if (cap > call->max_response + 1)
+			cap = call->max_response + 1;
 		p = realloc(call->resp, cap);
 		if (!p)
 			return 0;
@@ -268,7 +269,7 @@ static int easy_setup(struct rpc_client *c, struct rpc_call *call)
 	SET(CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->max_response);
+	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)call->max_response);
 	SET(CURLOPT_WRITEFUNCTION, on_write);
 	SET(CURLOPT_WRITEDATA, call);
 	SET(CURLOPT_PRIVATE, call);
@@ -299,6 +300,10 @@ int rpc_call_start(struct rpc_client *c, const struct rpc_request *req, rpc_done
 	}
 	call->req.method = req->method;
 	memcpy(call->req.account, req->account, sizeof(call->req.account));
+	call->max_response = req->max_response ? req->max_response : c->max_response;
+	if (!req->max_response && req->method == RPC_GET_LATEST_LEDGER &&
+	    call->max_response < RPC_LATEST_LEDGER_MAX_RESPONSE)
+		call->max_response = RPC_LATEST_LEDGER_MAX_RESPONSE;
 	call->cb = cb;
 	call->arg = arg;
 	call->easy = curl_easy_init();
@@ -358,7 +363,7 @@ static void complete(struct rpc_client *c, CURL *easy, CURLcode code)
 	res.status = transport_status(code, call->too_big);
 	if (res.status == RPC_E_TOOBIG) {
 		outbox_error_set(&res.err, OUTBOX_ETOOBIG, "response", "body exceeds %zu bytes",
-				 c->max_response);
+				 call->max_response);
 	} else if (res.status != RPC_OK) {
 		outbox_error_set(&res.err, OUTBOX_EPROTO, "transport", "%s",
 				 call->errbuf[0] ? call->errbuf : curl_easy_strerror(code));

@@ -102,6 +102,9 @@ static void result_clear_payload(struct rpc_result *r)
 		free(s->auth);
 		free(s->restore_transaction_data);
 		break;
+	case RPC_GET_LATEST_LEDGER:
+		free(r->u.latest_ledger.header_xdr);
+		break;
 	case RPC_SEND_TRANSACTION:
 		free(r->u.send.error_result_xdr);
 		break;
@@ -494,6 +497,7 @@ static int parse_latest_ledger(const json_t *r, struct rpc_latest_ledger *l,
 	TRY(get_u32(r, "result", "sequence", REQ, &l->sequence, err));
 	TRY(get_u32(r, "result", "protocolVersion", REQ, &l->protocol_version, err));
 	TRY(get_timestr(r, "result", "closeTime", OPT, &l->close_time, err));
+	TRY(get_b64(r, "result", "headerXdr", OPT, &l->header_xdr, err));
 	return 0;
 }
 

@@ -500,6 +500,10 @@ START_TEST(test_many_in_flight)
 	ck_assert_uint_eq(rpc_client_pending(c), 0);
 	/* Serially this would take N * 400 ms = 120 s. */
 	ck_assert_msg(now_ms() - t0 < 15000, "took %.0f ms", now_ms() - t0);
+	fprintf(stderr,
+		"{\"test\":\"many_in_flight\",\"calls\":%d,\"server_delay_ms\":400,"
+		"\"elapsed_ms\":%.0f,\"max_concurrent_at_server\":%d}\n",
+		N, now_ms() - t0, atomic_load(&fx.max_in_handler));
 	ck_assert_int_ge(atomic_load(&fx.max_in_handler), 100);
 	/* Request ids are unique. */
 	ck_assert_int_eq(fx.n_ids, N);
@@ -647,6 +651,32 @@ START_TEST(test_size_limit)
 	run_until(c, &t.done, 2, 5000);
 	ck_assert_int_eq(t.last, RPC_E_TOOBIG);
 	ck_assert_str_eq(t.last_msg, "response: body exceeds 8192 bytes");
+	rpc_client_free(c);
+}
+END_TEST
+
+/* A per-call limit overrides the client's; getLatestLedger gets room for its meta. */
+START_TEST(test_size_limit_per_call)
+{
+	struct rpc_client *c = client_for("/pad?n=9000", 5000, 8192, 0);
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct rpc_request req = {.method = RPC_GET_HEALTH};
+	struct rpc_result r;
+
+	ck_assert_int_eq(rpc_call_blocking(c, &req, &r, &err), OUTBOX_ETOOBIG);
+	ck_assert_int_eq(r.status, RPC_E_TOOBIG);
+	rpc_result_release(&r);
+	req.max_response = 16384;
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	rpc_result_release(&r);
+	req.max_response = 0;
+	req.method = RPC_GET_LATEST_LEDGER;
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert_uint_eq(r.u.latest_ledger.sequence, 51234567);
+	rpc_result_release(&r);
+	req.max_response = 4096;
+	ck_assert_int_eq(rpc_call_blocking(c, &req, &r, &err), OUTBOX_ETOOBIG);
+	rpc_result_release(&r);
 	rpc_client_free(c);
 }
 END_TEST
@@ -821,6 +851,7 @@ static Suite *rpc_client_suite(void)
 	tcase_add_test(tc, test_connect_timeout);
 	tcase_add_test(tc, test_connect_refused);
 	tcase_add_test(tc, test_size_limit);
+	tcase_add_test(tc, test_size_limit_per_call);
 	tcase_add_test(tc, test_oversized_bodies);
 	tcase_add_test(tc, test_http_errors_and_garbage);
 	tcase_add_test(tc, test_free_cancels);

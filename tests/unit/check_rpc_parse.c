@@ -151,7 +151,9 @@ START_TEST(test_parse_latest_ledger)
 	ck_assert_uint_eq(r.u.latest_ledger.sequence, 51234567);
 	ck_assert_uint_eq(r.u.latest_ledger.protocol_version, 27);
 	ck_assert_int_eq(r.u.latest_ledger.close_time, 1784671645);
+	ck_assert_str_eq(r.u.latest_ledger.header_xdr, "AAAA");
 	rpc_result_release(&r);
+	ck_assert_ptr_null(r.u.latest_ledger.header_xdr);
 	expect_reject(RPC_GET_LATEST_LEDGER,
 		      "{\"id\":\"abc\",\"protocolVersion\":27,\"sequence\":5}",
 		      "result.id: 'abc' is not 64 hex digits");
