@@ -148,6 +148,7 @@ static json_t *collect(const struct ctl_shm_opts *o, bool *degraded)
 	json_object_set_new(doc, "instance_id", json_integer((json_int_t)seg->instance_id));
 	json_object_set_new(doc, "supervisor_heartbeat_age_ms",
 			    json_integer((json_int_t)age_ms(now, sup_hb)));
+	json_object_set_new(doc, "supervisor_alive", json_boolean(!*degraded));
 	for (uint32_t p = 0; p < seg->n_procs; p++) {
 		struct proc_slot_view v;
 		json_t *row, *m;
@@ -186,10 +187,13 @@ static void print_text(json_t *doc)
 	json_t *procs = json_object_get(doc, "processes"), *row, *fee;
 	size_t i;
 
-	printf("instance %s (segment %s), supervisor heartbeat %lld ms ago\n\n",
+	printf("instance %s (segment %s), supervisor heartbeat %lld ms ago%s\n\n",
 	       json_string_value(json_object_get(doc, "instance")),
 	       json_string_value(json_object_get(doc, "segment")),
-	       json_integer_value(json_object_get(doc, "supervisor_heartbeat_age_ms")));
+	       json_integer_value(json_object_get(doc, "supervisor_heartbeat_age_ms")),
+	       json_is_true(json_object_get(doc, "supervisor_alive"))
+		       ? ""
+		       : " (SUPERVISOR NOT RUNNING OR STUCK: this segment may be stale)");
 	printf("%-10s %5s %8s %-9s %10s %8s %6s\n", "ROLE", "INDEX", "PID", "STATE", "HEARTBEAT",
 	       "RESTARTS", "EXITS");
 	json_array_foreach(procs, i, row)

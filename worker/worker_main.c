@@ -15,11 +15,16 @@
  *	  (a sleeping worker must never hold the oracle back);
  *	- on SIGTERM (or the supervisor's death) drains: STOPPING, offline, exit 0.
  *
+ * At start it re-checks the signer keys file (it will sign with those keys):
+ * a file that became unusable (mode, content) is a configuration error, exit
+ * 2, which the supervisor does not restart.
+ *
  * Nothing from a snapshot is kept across iterations: the pointer is valid
  * only between two quiescent points.
  */
 #include "common/child.h"
 #include "common/fee_view.h"
+#include "common/keys.h"
 #include "common/log.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/proc_table.h"
@@ -140,12 +145,17 @@ static int setup(struct worker *w)
 int worker_main(struct child_ctx *ctx)
 {
 	struct worker w = {.ctx = ctx, .ep = -1, .timer_fd = -1};
+	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct epoll_event evs[8];
 	int rc;
 
 	w.sig_fd = child_init(ctx);
 	if (w.sig_fd < 0)
 		return 1;
+	if (keys_file_check(ctx->cfg->signer_keys_file, NULL, &err)) {
+		log_err("cannot run: %s", err.msg);
+		return 2;
+	}
 	rc = setup(&w);
 	if (rc) {
 		log_err("worker setup: %s", strerror(rc < 0 && rc > -4096 ? -rc : EINVAL));
