@@ -274,6 +274,40 @@ START_TEST(test_classify_insufficient_fee_carries_min_fee)
 }
 END_TEST
 
+/* The doc's result vectors (1.7, 1.8), decoded by the XDR layer, end to end. */
+START_TEST(test_classify_decoded_doc_vectors)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct tx_result r;
+	struct outcome o;
+
+	ck_assert_int_eq(tx_result_decode_b64(&r, "AAAAAAAAxBj////3AAAAAA==", &err), 0);
+	o = classify_send(RPC_SEND_ERROR, &r);
+	ck_assert_int_eq(o.action, OUTCOME_BUMP_FEE);
+	ck_assert_int_eq(o.min_fee, 50200);
+	ck_assert(!o.seq_consumed);
+
+	ck_assert_int_eq(
+		tx_result_decode_b64(&r, "AAAAAAAAw7T/////AAAAAQAAAAAAAAAY/////gAAAAA=", &err), 0);
+	o = classify_get(RPC_TX_FAILED, &r);
+	ck_assert_int_eq(o.action, OUTCOME_FINAL);
+	ck_assert_int_eq(o.code, IHF_TRAPPED);
+	ck_assert(o.seq_consumed);
+	ck_assert(!o.alert);
+
+	ck_assert_int_eq(
+		tx_result_decode_b64(&r,
+				     "AAAAAAAAoRIAAAAAAAAAAQAAAAAAAAAYAAAAAAABAgMEBQYHCAkKCwwND"
+				     "g8QERITFBUWFxgZGhscHR4fAAAAAA==",
+				     &err),
+		0);
+	o = classify_get(RPC_TX_SUCCESS, &r);
+	ck_assert_int_eq(o.action, OUTCOME_SUCCESS);
+	ck_assert(o.seq_consumed);
+	ck_assert(!o.alert);
+}
+END_TEST
+
 struct transport_row {
 	enum rpc_status st;
 	int64_t code;
@@ -344,6 +378,7 @@ static Suite *classify_suite(void)
 	tcase_add_loop_test(tc, test_classify_row, 0, N_ROWS);
 	tcase_add_test(tc, test_classify_table_covers_every_code);
 	tcase_add_test(tc, test_classify_insufficient_fee_carries_min_fee);
+	tcase_add_test(tc, test_classify_decoded_doc_vectors);
 	tcase_add_loop_test(tc, test_classify_transport, 0,
 			    (int)(sizeof(trows) / sizeof(trows[0])));
 	tcase_add_test(tc, test_classify_simulate_error);
