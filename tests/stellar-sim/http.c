@@ -162,6 +162,30 @@ static enum MHD_Result rpc(struct req *q)
 	return respond_json(q->conn, 200, rpc_handle(q->json, &rf));
 }
 
+/* POST /debug/close {"ledgers": n}: close n ledgers now (default 1). */
+static enum MHD_Result debug_close(struct req *q, json_t *body)
+{
+	json_t *n = json_object_get(body, "ledgers");
+	json_int_t i, count = 1;
+	uint32_t seq;
+	uint64_t t;
+
+	if (n &&
+	    (!json_is_integer(n) || json_integer_value(n) < 1 || json_integer_value(n) > 1000)) {
+		json_decref(body);
+		return respond_json(
+			q->conn, 400,
+			json_pack("{s:s}", "error", "ledgers: expected an integer 1..1000"));
+	}
+	if (n)
+		count = json_integer_value(n);
+	json_decref(body);
+	for (i = 0; i < count; i++)
+		chain_close_ledger();
+	chain_latest(&seq, &t);
+	return respond_json(q->conn, 200, json_pack("{s:i}", "latest_ledger", (json_int_t)seq));
+}
+
 static enum MHD_Result debug_post(struct req *q, const char *url)
 {
 	json_error_t je;
@@ -174,6 +198,8 @@ static enum MHD_Result debug_post(struct req *q, const char *url)
 		return respond_json(q->conn, 400,
 				    json_pack("{s:s}", "error", "body: expected a JSON object"));
 	}
+	if (!strcmp(url, "/debug/close"))
+		return debug_close(q, body);
 	if (!strcmp(url, "/debug/accounts"))
 		rc = chain_debug_accounts(body, err, sizeof(err));
 	else
@@ -194,7 +220,8 @@ static enum MHD_Result route(struct req *q, const char *url, const char *method)
 		return rpc(q);
 	if (!cfg->debug || strncmp(url, "/debug/", 7))
 		return respond_text(q->conn, 404, "not found\n");
-	if (post && (!strcmp(url, "/debug/accounts") || !strcmp(url, "/debug/faults")))
+	if (post && (!strcmp(url, "/debug/accounts") || !strcmp(url, "/debug/faults") ||
+		     !strcmp(url, "/debug/close")))
 		return debug_post(q, url);
 	if (get && !strcmp(url, "/debug/state"))
 		return respond_json(q->conn, 200, chain_debug_state());

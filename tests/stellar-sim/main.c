@@ -25,7 +25,9 @@
 /* The default vault contract id is SHA-256 of this string (README.md). */
 #define DEFAULT_VAULT_SEED "outboxd vault contract"
 
-static volatile bool clock_stop;
+static bool clock_stop;
+static pthread_mutex_t clock_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t clock_cond;
 
 static void usage(FILE *f)
 {
@@ -295,6 +297,7 @@ static void *clock_main(void *arg)
 	struct timespec next;
 
 	clock_gettime(CLOCK_MONOTONIC, &next);
+	pthread_mutex_lock(&clock_lock);
 	while (!clock_stop) {
 		next.tv_sec += c->ledger_ms / 1000;
 		next.tv_nsec += (long)(c->ledger_ms % 1000) * 1000000L;
@@ -302,11 +305,16 @@ static void *clock_main(void *arg)
 			next.tv_sec++;
 			next.tv_nsec -= 1000000000L;
 		}
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+		while (!clock_stop &&
+		       pthread_cond_timedwait(&clock_cond, &clock_lock, &next) != ETIMEDOUT)
 			;
-		if (!clock_stop)
-			chain_close_ledger();
+		if (clock_stop)
+			break;
+		pthread_mutex_unlock(&clock_lock);
+		chain_close_ledger();
+		pthread_mutex_lock(&clock_lock);
 	}
+	pthread_mutex_unlock(&clock_lock);
 	return NULL;
 }
 
@@ -339,6 +347,14 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (http_start(&c, &port) < 0)
 		return 1;
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&clock_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	if (pthread_create(&clk, NULL, clock_main, &c)) {
 		http_stop();
 		return 1;
@@ -351,7 +367,10 @@ int main(int argc, char **argv)
 	sigdelset(&set, SIGPIPE);
 	while (sigwait(&set, &sig) == 0 && sig != SIGTERM && sig != SIGINT)
 		;
+	pthread_mutex_lock(&clock_lock);
 	clock_stop = true;
+	pthread_cond_signal(&clock_cond);
+	pthread_mutex_unlock(&clock_lock);
 	pthread_join(clk, NULL);
 	http_stop();
 	log_info("stopped");

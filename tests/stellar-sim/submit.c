@@ -44,7 +44,10 @@ static int32_t time_code(const struct sim_tx *tx)
 {
 	struct ledger *l = chain_ledger(g_chain.latest);
 	uint64_t ref = sim_wall_s();
-	uint64_t slack = (2 * (uint64_t)g_chain.cfg.ledger_ms + 999) / 1000;
+	/* core's estimate of the next close: two expected ledger times ahead
+	 * (capped at the real network's 2 x 5 s, so a manual clock stays usable) */
+	uint64_t ms = g_chain.cfg.ledger_ms < 5000 ? g_chain.cfg.ledger_ms : 5000;
+	uint64_t slack = (2 * ms + 999) / 1000;
 
 	if (l->close_time > ref)
 		ref = l->close_time;
@@ -164,9 +167,9 @@ static size_t index_of(const struct sim_tx *tx)
 }
 
 /*
- * The source account already has tx p queued: only a fee bump of the same
- * sequence number bidding 10x may replace it. Returns the status, or
- * SUBMIT_PENDING when p was removed and tx may go ahead.
+ * The source account already has tx p queued (core checks this before
+ * validity): only a fee bump of the same sequence number bidding 10x may
+ * replace it. SUBMIT_PENDING means tx may go on to validation.
  */
 static enum submit_status replace_by_fee(struct sim_tx *tx, struct sim_tx *p, struct verdict *v)
 {
@@ -180,7 +183,6 @@ static enum submit_status replace_by_fee(struct sim_tx *tx, struct sim_tx *p, st
 		v->fee_charged = ceil_div(need, sim_tx_fee_ops(p)) + tx->resource_fee;
 		return SUBMIT_ERROR;
 	}
-	drop_queued(index_of(p), false);
 	return SUBMIT_PENDING;
 }
 
@@ -211,12 +213,14 @@ static enum submit_status admit(struct sim_tx *tx, bool blackhole, struct verdic
 		return SUBMIT_TRY_AGAIN_LATER;
 	if (table_find(&g_chain.queued, tx->hash))
 		return SUBMIT_DUPLICATE;
+	src = chain_account_get(tx->source, false);
+	if (src && src->pending && (st = replace_by_fee(tx, src->pending, v)) != SUBMIT_PENDING)
+		return st;
 	*v = validate(tx);
 	if (v->code)
 		return SUBMIT_ERROR;
-	src = chain_account_get(tx->source, false);
-	if (src->pending && (st = replace_by_fee(tx, src->pending, v)) != SUBMIT_PENDING)
-		return st;
+	if (src->pending)
+		drop_queued(index_of(src->pending), false);
 	if (!blackhole && (st = make_room(tx)) != SUBMIT_PENDING)
 		return st;
 	tx->queued_at = g_chain.latest;

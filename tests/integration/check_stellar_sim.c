@@ -1,0 +1,1124 @@
+/*
+ * check_stellar_sim.c - stellar-sim's own test suite. Every case starts the
+ * real binary ($OUTBOX_BUILD_DIR/stellar-sim) on an ephemeral port, drives it
+ * over HTTP with transactions built and signed by common/stellar (txbuild,
+ * sign), closes ledgers on demand (POST /debug/close; the ledger clock is
+ * set to an hour so nothing closes behind a test's back) and checks the
+ * answers against stellar-protocol.md: statuses, result codes read out of
+ * the result XDR, queue rules, surge pricing, fee stats, the vault model and
+ * every fault knob. The SDK-built transaction case lives in tests/sim/.
+ */
+#include "common/stellar/sign.h"
+#include "common/stellar/strkey.h"
+#include "common/stellar/txbuild.h"
+#include "common/stellar/txresult.h"
+#include "common/stellar/xdr.h"
+
+#include <check.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PASSPHRASE "Test SDF Network ; September 2015"
+#define HOUR_MS    "3600000"
+
+static pid_t sim_pid;
+static unsigned sim_port;
+static uint8_t network_id[32];
+static char vault[STRKEY_BUF];
+
+/* ---------- process ---------- */
+
+static void sim_start_v(const char *const *extra)
+{
+	const char *dir = getenv("OUTBOX_BUILD_DIR");
+	char bin[1024], line[256];
+	const char *argv[64];
+	int fd[2], n = 0, i;
+	FILE *f;
+
+	ck_assert_msg(dir != NULL, "OUTBOX_BUILD_DIR is not set");
+	snprintf(bin, sizeof(bin), "%s/stellar-sim", dir);
+	argv[n++] = bin;
+	argv[n++] = "--listen";
+	argv[n++] = "127.0.0.1:0";
+	argv[n++] = "--passphrase";
+	argv[n++] = PASSPHRASE;
+	argv[n++] = "--debug";
+	for (i = 0; extra && extra[i] && n < 62; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	ck_assert_int_eq(pipe(fd), 0);
+	sim_pid = fork();
+	ck_assert_int_ge(sim_pid, 0);
+	if (sim_pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	ck_assert_int_eq(sscanf(line, "listening 127.0.0.1:%u", &sim_port), 1);
+	fclose(f);
+	stellar_network_id(PASSPHRASE, network_id);
+}
+
+static void sim_start(const char *first, ...)
+{
+	const char *extra[48];
+	va_list ap;
+	int n = 0;
+
+	va_start(ap, first);
+	for (const char *a = first; a && n < 47; a = va_arg(ap, const char *))
+		extra[n++] = a;
+	va_end(ap);
+	extra[n] = NULL;
+	sim_start_v(extra);
+}
+
+static void sim_stop(void)
+{
+	int st = 0;
+
+	kill(sim_pid, SIGTERM);
+	ck_assert_int_eq(waitpid(sim_pid, &st, 0), sim_pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "stellar-sim did not exit cleanly");
+}
+
+/* ---------- HTTP ---------- */
+
+struct buf {
+	char *p;
+	size_t n;
+};
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *u)
+{
+	struct buf *b = u;
+
+	b->p = realloc(b->p, b->n + sz * nm + 1);
+	memcpy(b->p + b->n, d, sz * nm);
+	b->n += sz * nm;
+	b->p[b->n] = '\0';
+	return sz * nm;
+}
+
+/* POST (body != NULL) or GET; returns the HTTP status, -1 on a curl error. */
+static long http(const char *path, const char *body, long timeout_ms, char **out)
+{
+	CURL *c = curl_easy_init();
+	struct buf b = {NULL, 0};
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	char url[256];
+	long status = -1;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", sim_port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	if (out)
+		*out = b.p ? b.p : strdup("");
+	else
+		free(b.p);
+	return status;
+}
+
+static json_t *http_json(const char *path, const char *body)
+{
+	char *s;
+	long st = http(path, body, 10000, &s);
+	json_t *j;
+
+	ck_assert_msg(st == 200, "%s: HTTP %ld: %s", path, st, s);
+	j = json_loads(s, 0, NULL);
+	ck_assert_msg(j != NULL, "%s: not JSON: %s", path, s);
+	free(s);
+	return j;
+}
+
+/* The whole JSON-RPC response. params: a JSON object text or NULL. */
+static json_t *rpc_raw(const char *method, const char *params)
+{
+	char body[65536];
+
+	snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"%s\"%s%s}", method,
+		 params ? ",\"params\":" : "", params ? params : "");
+	return http_json("/", body);
+}
+
+/* result of a successful call (new reference). */
+static json_t *rpc(const char *method, const char *params)
+{
+	json_t *r = rpc_raw(method, params), *res = json_incref(json_object_get(r, "result"));
+
+	ck_assert_msg(res != NULL, "%s: no result: %s", method, json_dumps(r, 0));
+	json_decref(r);
+	return res;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	ck_assert_msg(json_is_string(v), "field %s is not a string", k);
+	return json_string_value(v);
+}
+
+static json_int_t jint(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	ck_assert_msg(json_is_integer(v), "field %s is not a number", k);
+	return json_integer_value(v);
+}
+
+static uint32_t close_ledgers(int n)
+{
+	char body[64];
+	json_t *r;
+	uint32_t seq;
+
+	snprintf(body, sizeof(body), "{\"ledgers\":%d}", n);
+	r = http_json("/debug/close", body);
+	seq = (uint32_t)jint(r, "latest_ledger");
+	json_decref(r);
+	return seq;
+}
+
+static void set_faults(const char *body)
+{
+	json_decref(http_json("/debug/faults", body));
+}
+
+/* ---------- accounts and transactions ---------- */
+
+struct acct {
+	struct stellar_keypair kp;
+	char g[STRKEY_BUF];
+	int64_t seq; /* last used */
+};
+
+static void acct_new(struct acct *a, int64_t balance)
+{
+	uint8_t seed[32];
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	char body[512];
+
+	randombytes_buf(seed, sizeof(seed));
+	ck_assert_int_eq(stellar_keypair_from_seed(&a->kp, seed, &err), 0);
+	stellar_keypair_address(&a->kp, a->g);
+	a->seq = 4294967296LL * 7;
+	snprintf(body, sizeof(body),
+		 "{\"accounts\":[{\"id\":\"%s\",\"seq\":\"%lld\",\"balance\":\"%lld\"}]}", a->g,
+		 (long long)a->seq, (long long)balance);
+	json_decref(http_json("/debug/accounts", body));
+}
+
+struct txopt {
+	enum vault_fn fn;
+	const char *user;            /* default: the source itself */
+	const char *amount;          /* default "1000" */
+	const char *key;             /* idempotency key, default random */
+	uint32_t incl;               /* inclusion bid, default 100 */
+	int64_t seq;                 /* default source seq + 1 */
+	uint64_t min_time, max_time; /* default 0 and now + 300 */
+	bool no_sim;                 /* submit without simulate's data */
+	int64_t resource_fee_delta;  /* added to simulate's resourceFee */
+};
+
+struct built {
+	char *b64;
+	uint8_t hash[32];
+	uint8_t op_ref[32];
+	int64_t fee;
+	int64_t resource_fee;
+};
+
+/* Patch the trailing i64 resourceFee of a base64 SorobanTransactionData. */
+static char *patch_resource_fee(const char *b64, int64_t delta, int64_t *fee)
+{
+	uint8_t raw[4096];
+	size_t n;
+	int64_t v = 0;
+	int i;
+
+	ck_assert_int_eq(xdr_b64_decode(b64, strlen(b64), raw, sizeof(raw), &n, "data", NULL), 0);
+	for (i = 0; i < 8; i++)
+		v = (v << 8) | raw[n - 8 + i];
+	v += delta;
+	*fee = v;
+	for (i = 7; i >= 0; i--, v >>= 8)
+		raw[n - 8 + i] = (uint8_t)(v & 0xff);
+	return xdr_b64_encode(raw, n);
+}
+
+static void build_vault(struct acct *a, const struct txopt *o, struct built *out,
+			const uint8_t *sign_net)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	char key[65], *b64, params[8192];
+	struct txbuild b;
+	uint8_t rnd[16];
+	struct txbuild_source src = {
+		.account = a->g,
+		.seq_num = o->seq ? o->seq : a->seq + 1,
+		.fee = o->incl ? o->incl : 100,
+		.min_time = o->min_time,
+		.max_time = o->max_time ? o->max_time : (uint64_t)time(NULL) + 300,
+	};
+	struct txbuild_vault_call call = {
+		.contract = vault,
+		.fn = o->fn,
+		.account = o->user ? o->user : a->g,
+		.amount = o->amount ? o->amount : "1000",
+	};
+
+	if (o->key) {
+		snprintf(key, sizeof(key), "%s", o->key);
+	} else {
+		randombytes_buf(rnd, sizeof(rnd));
+		for (int i = 0; i < 16; i++)
+			sprintf(key + 2 * i, "%02x", rnd[i]);
+	}
+	call.idempotency_key = key;
+	call.idempotency_key_len = strlen(key);
+	txbuild_init(&b);
+	ck_assert_msg(txbuild_vault(&b, &src, &call, NULL, &err) == 0, "%s", err.msg);
+	out->resource_fee = 0;
+	if (!o->no_sim) {
+		json_t *sim, *auth;
+		const char *auths[1];
+		char *data;
+		struct txbuild_sim s;
+
+		ck_assert_int_eq(txbuild_to_b64(&b, &b64), 0);
+		snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
+		free(b64);
+		sim = rpc("simulateTransaction", params);
+		ck_assert_msg(!json_object_get(sim, "error"), "simulate: %s", jstr(sim, "error"));
+		data = patch_resource_fee(jstr(sim, "transactionData"), o->resource_fee_delta,
+					  &out->resource_fee);
+		auth = json_object_get(json_array_get(json_object_get(sim, "results"), 0), "auth");
+		auths[0] = json_string_value(json_array_get(auth, 0));
+		s = (struct txbuild_sim){data, auths, 1};
+		ck_assert_msg(txbuild_vault(&b, &src, &call, &s, &err) == 0, "%s", err.msg);
+		free(data);
+		json_decref(sim);
+	}
+	memcpy(out->op_ref, b.op_ref, 32);
+	ck_assert_int_eq(txbuild_sign(&b, &a->kp, sign_net ? sign_net : network_id, &err), 0);
+	ck_assert_int_eq(xdr_envelope_hash(&b.env, network_id, out->hash), 0);
+	ck_assert_int_eq(txbuild_to_b64(&b, &out->b64), 0);
+	out->fee = b.env.tx.fee;
+	txbuild_release(&b);
+}
+
+static char *fee_bump(const char *inner_b64, struct acct *payer, int64_t fee, uint8_t hash[32])
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct txbuild b;
+	char *s;
+
+	txbuild_init(&b);
+	ck_assert_msg(txbuild_fee_bump(&b, inner_b64, payer->g, fee, 100, &err) == 0, "%s",
+		      err.msg);
+	ck_assert_int_eq(txbuild_sign(&b, &payer->kp, network_id, &err), 0);
+	memcpy(hash, b.hash, 32);
+	ck_assert_int_eq(txbuild_to_b64(&b, &s), 0);
+	txbuild_release(&b);
+	return s;
+}
+
+/* sendTransaction: returns the result object. */
+static json_t *send_tx(const char *b64)
+{
+	char *params = malloc(strlen(b64) + 64);
+	json_t *r;
+
+	sprintf(params, "{\"transaction\":\"%s\"}", b64);
+	r = rpc("sendTransaction", params);
+	free(params);
+	return r;
+}
+
+static void expect_status(const char *b64, const char *status)
+{
+	json_t *r = send_tx(b64);
+
+	ck_assert_msg(!strcmp(jstr(r, "status"), status), "expected %s, got %s", status,
+		      json_dumps(r, 0));
+	json_decref(r);
+}
+
+static int32_t be32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
+static int64_t be64(const uint8_t *p)
+{
+	return (int64_t)((uint64_t)(uint32_t)be32(p) << 32 | (uint32_t)be32(p + 4));
+}
+
+/* Decoded TransactionResult: fee, code, and (inner) first op's code. */
+struct res {
+	int64_t fee;
+	int32_t code;
+	int32_t inner_code; /* fee-bump results */
+	int32_t op_code;    /* op-specific code, when present */
+};
+
+static struct res decode_result(const char *b64)
+{
+	uint8_t raw[1024];
+	size_t n;
+	struct res r = {0, 0, 0, 99};
+	size_t off = 12;
+
+	ck_assert_int_eq(xdr_b64_decode(b64, strlen(b64), raw, sizeof(raw), &n, "res", NULL), 0);
+	r.fee = be64(raw);
+	r.code = be32(raw + 8);
+	r.inner_code = r.code;
+	if (r.code == 1 || r.code == -13) {
+		r.inner_code = be32(raw + 52);
+		off = 56;
+	}
+	if ((r.inner_code == 0 || r.inner_code == -1) && n >= off + 16)
+		r.op_code = be32(raw + off + 12);
+	return r;
+}
+
+/* sendTransaction expecting ERROR; returns the decoded errorResultXdr. */
+static struct res expect_error(const char *b64)
+{
+	json_t *r = send_tx(b64);
+	struct res d;
+
+	ck_assert_msg(!strcmp(jstr(r, "status"), "ERROR"), "expected ERROR, got %s",
+		      json_dumps(r, 0));
+	d = decode_result(jstr(r, "errorResultXdr"));
+	json_decref(r);
+	return d;
+}
+
+static json_t *get_tx(const uint8_t hash[32])
+{
+	char hex[65], params[128];
+
+	for (int i = 0; i < 32; i++)
+		sprintf(hex + 2 * i, "%02x", hash[i]);
+	snprintf(params, sizeof(params), "{\"hash\":\"%s\"}", hex);
+	return rpc("getTransaction", params);
+}
+
+static const char *tx_status(const uint8_t hash[32])
+{
+	static char st[32];
+	json_t *r = get_tx(hash);
+
+	snprintf(st, sizeof(st), "%s", jstr(r, "status"));
+	json_decref(r);
+	return st;
+}
+
+static struct res tx_result(const uint8_t hash[32])
+{
+	json_t *r = get_tx(hash);
+	struct res d = decode_result(jstr(r, "resultXdr"));
+
+	json_decref(r);
+	return d;
+}
+
+/* Account seqNum and balance read through getLedgerEntries (offsets 40/48). */
+static bool ledger_account(const struct acct *a, int64_t *seq, int64_t *bal)
+{
+	uint8_t key[40] = {0}, raw[512];
+	char *k, params[256];
+	json_t *r, *e;
+	size_t n;
+	bool found;
+
+	memcpy(key + 8, a->kp.pk, 32);
+	k = xdr_b64_encode(key, sizeof(key));
+	snprintf(params, sizeof(params), "{\"keys\":[\"%s\"]}", k);
+	free(k);
+	r = rpc("getLedgerEntries", params);
+	e = json_array_get(json_object_get(r, "entries"), 0);
+	found = e != NULL;
+	if (found) {
+		const char *x = jstr(e, "xdr");
+
+		ck_assert_int_eq(xdr_b64_decode(x, strlen(x), raw, sizeof(raw), &n, "xdr", NULL),
+				 0);
+		ck_assert_int_eq(be32(raw), 0);
+		ck_assert(!memcmp(raw + 8, a->kp.pk, 32));
+		*bal = be64(raw + 40);
+		*seq = be64(raw + 48);
+	}
+	json_decref(r);
+	return found;
+}
+
+static long long executions(const uint8_t op_ref[32])
+{
+	char hex[65];
+	json_t *r = http_json("/debug/executions", NULL), *v;
+	long long n;
+
+	for (int i = 0; i < 32; i++)
+		sprintf(hex + 2 * i, "%02x", op_ref[i]);
+	v = json_object_get(json_object_get(r, "by_ref"), hex);
+	n = v ? json_integer_value(v) : 0;
+	json_decref(r);
+	return n;
+}
+
+static long long max_pending(const struct acct *a)
+{
+	json_t *r = http_json("/debug/executions", NULL);
+	json_t *v = json_object_get(json_object_get(r, "max_pending_per_account"), a->g);
+	long long n = v ? json_integer_value(v) : 0;
+
+	json_decref(r);
+	return n;
+}
+
+static const char *balance_of(const char *id)
+{
+	static char b[64];
+	json_t *r = http_json("/debug/state", NULL);
+	json_t *v = json_object_get(json_object_get(r, "balances"), id);
+
+	snprintf(b, sizeof(b), "%s", v ? json_string_value(v) : "absent");
+	json_decref(r);
+	return b;
+}
+
+static void setup(void)
+{
+	uint8_t id[32];
+
+	crypto_hash_sha256(id, (const uint8_t *)"outboxd vault contract", 22);
+	strkey_encode_contract(id, vault);
+}
+
+/* ---------- tests ---------- */
+
+START_TEST(test_read_methods)
+{
+	json_t *r, *fs;
+
+	sim_start("--ledger-ms", HOUR_MS, "--start-ledger", "500", NULL);
+	r = rpc("getNetwork", "{}");
+	ck_assert_str_eq(jstr(r, "passphrase"), PASSPHRASE);
+	ck_assert_int_gt(jint(r, "protocolVersion"), 20);
+	json_decref(r);
+	r = rpc("getHealth", NULL);
+	ck_assert_str_eq(jstr(r, "status"), "healthy");
+	ck_assert_int_eq(jint(r, "latestLedger"), 500);
+	ck_assert_int_eq(jint(r, "oldestLedger"), 500);
+	jstr(r, "latestLedgerCloseTime");
+	jint(r, "ledgerRetentionWindow");
+	json_decref(r);
+	ck_assert_int_eq(close_ledgers(3), 503);
+	r = rpc("getLatestLedger", NULL);
+	ck_assert_int_eq(jint(r, "sequence"), 503);
+	ck_assert_int_eq(strlen(jstr(r, "id")), 64);
+	ck_assert_int_gt(atoll(jstr(r, "closeTime")), 1700000000);
+	jstr(r, "headerXdr");
+	json_decref(r);
+	r = rpc("getFeeStats", NULL);
+	fs = json_object_get(r, "sorobanInclusionFee");
+	ck_assert_str_eq(jstr(fs, "p50"), "0");
+	ck_assert_str_eq(jstr(fs, "transactionCount"), "0");
+	ck_assert_int_eq(jint(fs, "ledgerCount"), 0);
+	ck_assert_int_eq(jint(r, "latestLedger"), 503);
+	json_decref(r);
+	/* JSON-RPC errors: unknown method, bad request, bad XDR, bad hash. */
+	r = rpc_raw("noSuchMethod", NULL);
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32601);
+	json_decref(r);
+	r = rpc_raw("sendTransaction", "{\"transaction\":\"AAAA\"}");
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32602);
+	ck_assert_str_eq(jstr(json_object_get(r, "error"), "message"), "invalid_xdr");
+	json_decref(r);
+	r = rpc_raw("getTransaction", "{\"hash\":\"xyz\"}");
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32602);
+	json_decref(r);
+	r = http_json("/", "{\"id\":1}");
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32600);
+	json_decref(r);
+	r = http_json("/", "{not json");
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32700);
+	json_decref(r);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_debug_off_and_timer)
+{
+	const char *dir = getenv("OUTBOX_BUILD_DIR");
+	char bin[1024], line[256], *body;
+	int fd[2];
+	FILE *f;
+	json_t *r;
+	json_int_t first;
+
+	/* Without --debug the debug endpoints do not exist. */
+	snprintf(bin, sizeof(bin), "%s/stellar-sim", dir);
+	ck_assert_int_eq(pipe(fd), 0);
+	sim_pid = fork();
+	if (sim_pid == 0) {
+		dup2(fd[1], 1);
+		execl(bin, bin, "--listen", "127.0.0.1:0", "--ledger-ms", "100", (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	fclose(f);
+	ck_assert_int_eq(sscanf(line, "listening 127.0.0.1:%u", &sim_port), 1);
+	ck_assert_int_eq(http("/debug/state", NULL, 5000, &body), 404);
+	free(body);
+	ck_assert_int_eq(http("/debug/accounts", "{\"accounts\":[]}", 5000, &body), 404);
+	free(body);
+	/* The ledger clock closes a ledger every --ledger-ms. */
+	r = rpc("getLatestLedger", NULL);
+	first = jint(r, "sequence");
+	json_decref(r);
+	usleep(650 * 1000);
+	r = rpc("getLatestLedger", NULL);
+	ck_assert_int_ge(jint(r, "sequence"), first + 4);
+	ck_assert_int_le(jint(r, "sequence"), first + 8);
+	json_decref(r);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_help)
+{
+	const char *dir = getenv("OUTBOX_BUILD_DIR");
+	char cmd[1200], out[8192];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --help", dir);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(pclose(p), 0);
+	for (const char *flag = "--listen\0--passphrase\0--ledger-ms\0--ledger-capacity\0"
+				"--vault-contract\0--debug\0--base-fee\0--queue-ledgers\0"
+				"--ban-ledgers\0--retention-ledgers\0--seed\0";
+	     *flag; flag += strlen(flag) + 1)
+		ck_assert_msg(strstr(out, flag), "--help lacks %s", flag);
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --ledger-ms x 2>/dev/null", dir);
+	p = popen(cmd, "r");
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+}
+END_TEST
+
+START_TEST(test_deposit_executes)
+{
+	struct acct a;
+	struct built t;
+	struct txopt o = {.fn = VAULT_DEPOSIT, .amount = "2500"};
+	json_t *r;
+	struct res d;
+	int64_t seq, bal;
+	uint32_t led;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &o, &t, NULL);
+	ck_assert_str_eq(tx_status(t.hash), "NOT_FOUND");
+	expect_status(t.b64, "PENDING");
+	expect_status(t.b64, "DUPLICATE");
+	ck_assert_str_eq(tx_status(t.hash), "NOT_FOUND");
+	led = close_ledgers(1);
+	r = get_tx(t.hash);
+	ck_assert_str_eq(jstr(r, "status"), "SUCCESS");
+	ck_assert_int_eq(jint(r, "ledger"), led);
+	ck_assert_int_eq(jint(r, "applicationOrder"), 1);
+	ck_assert(json_is_false(json_object_get(r, "feeBump")));
+	ck_assert_str_eq(jstr(r, "envelopeXdr"), t.b64);
+	jstr(r, "createdAt");
+	d = decode_result(jstr(r, "resultXdr"));
+	ck_assert_int_eq(d.code, TX_SUCCESS);
+	ck_assert_int_eq(d.op_code, IHF_SUCCESS);
+	ck_assert_int_eq(d.fee, 100 + t.resource_fee);
+	json_decref(r);
+	/* sequence consumed, fee charged, deposit credited (user == source here) */
+	ck_assert(ledger_account(&a, &seq, &bal));
+	ck_assert_int_eq(seq, a.seq + 1);
+	ck_assert_int_eq(bal, 1000000000 - d.fee + 2500);
+	ck_assert_int_eq(executions(t.op_ref), 1);
+	ck_assert_int_eq(max_pending(&a), 1);
+	/* replay of the applied envelope: its sequence number is used */
+	d = expect_error(t.b64);
+	ck_assert_int_eq(d.code, TX_BAD_SEQ);
+	/* getTransactions sees it with a numeric createdAt */
+	{
+		char params[128];
+
+		snprintf(params, sizeof(params),
+			 "{\"startLedger\":%u,\"pagination\":{\"limit\":5}}", led);
+		r = rpc("getTransactions", params);
+		ck_assert_int_eq(json_array_size(json_object_get(r, "transactions")), 1);
+		ck_assert(json_is_integer(json_object_get(
+			json_array_get(json_object_get(r, "transactions"), 0), "createdAt")));
+		jstr(r, "cursor");
+		jint(r, "latestLedgerCloseTimestamp");
+		json_decref(r);
+	}
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_rejections)
+{
+	struct acct a, other;
+	struct built t;
+	struct txopt o = {.fn = VAULT_DEPOSIT};
+	uint8_t wrong_net[32];
+	struct res d;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	acct_new(&other, 1000000000);
+	/* wrong key */
+	build_vault(&a, &o, &t, NULL);
+	{
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct xdr_envelope env;
+		uint8_t *raw;
+		size_t rl;
+		char *s;
+
+		ck_assert_int_eq(
+			xdr_envelope_decode_b64(&env, t.b64, strlen(t.b64), &raw, &rl, &err), 0);
+		env.n_sigs = 0;
+		ck_assert_int_eq(stellar_sign_envelope(&env, &other.kp, network_id, NULL, &err), 0);
+		ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
+		ck_assert_int_eq(expect_error(s).code, TX_BAD_AUTH);
+		free(s);
+		/* the right signature plus an extra one */
+		env.n_sigs = 0;
+		ck_assert_int_eq(stellar_sign_envelope(&env, &a.kp, network_id, NULL, &err), 0);
+		ck_assert_int_eq(stellar_sign_envelope(&env, &other.kp, network_id, NULL, &err), 0);
+		ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
+		ck_assert_int_eq(expect_error(s).code, TX_BAD_AUTH_EXTRA);
+		free(s);
+		/* a memo on a contract call */
+		env.n_sigs = 0;
+		env.tx.memo.type = MEMO_ID;
+		env.tx.memo.id = 42;
+		ck_assert_int_eq(stellar_sign_envelope(&env, &a.kp, network_id, NULL, &err), 0);
+		ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
+		ck_assert_int_eq(expect_error(s).code, TX_SOROBAN_INVALID);
+		free(s);
+		free(raw);
+	}
+	free(t.b64);
+	/* wrong network passphrase */
+	stellar_network_id("Public Global Stellar Network ; September 2015", wrong_net);
+	build_vault(&a, &o, &t, wrong_net);
+	ck_assert_int_eq(expect_error(t.b64).code, TX_BAD_AUTH);
+	free(t.b64);
+	/* bad sequence: too high and already used */
+	o.seq = a.seq + 2;
+	build_vault(&a, &o, &t, NULL);
+	ck_assert_int_eq(expect_error(t.b64).code, TX_BAD_SEQ);
+	free(t.b64);
+	o.seq = a.seq;
+	build_vault(&a, &o, &t, NULL);
+	ck_assert_int_eq(expect_error(t.b64).code, TX_BAD_SEQ);
+	free(t.b64);
+	o.seq = 0;
+	/* time bounds */
+	o.max_time = (uint64_t)time(NULL) - 10;
+	build_vault(&a, &o, &t, NULL);
+	ck_assert_int_eq(expect_error(t.b64).code, TX_TOO_LATE);
+	free(t.b64);
+	o.max_time = 0;
+	o.min_time = (uint64_t)time(NULL) + 3600;
+	o.max_time = (uint64_t)time(NULL) + 7200;
+	build_vault(&a, &o, &t, NULL);
+	ck_assert_int_eq(expect_error(t.b64).code, TX_TOO_EARLY);
+	free(t.b64);
+	o.min_time = o.max_time = 0;
+	/* fee below the minimum: feeCharged is the minimum full fee */
+	o.incl = 99;
+	build_vault(&a, &o, &t, NULL);
+	d = expect_error(t.b64);
+	ck_assert_int_eq(d.code, TX_INSUFFICIENT_FEE);
+	ck_assert_int_eq(d.fee, 100 + t.resource_fee);
+	free(t.b64);
+	o.incl = 0;
+	/* resourceFee below what simulate returned */
+	o.resource_fee_delta = -1;
+	build_vault(&a, &o, &t, NULL);
+	ck_assert_int_eq(expect_error(t.b64).code, TX_SOROBAN_INVALID);
+	free(t.b64);
+	o.resource_fee_delta = 0;
+	/* nothing above consumed a sequence number */
+	{
+		int64_t seq, bal;
+
+		ck_assert(ledger_account(&a, &seq, &bal));
+		ck_assert_int_eq(seq, a.seq);
+		ck_assert_int_eq(bal, 1000000000);
+	}
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_no_account)
+{
+	struct acct a;
+	struct built t;
+	struct txopt o = {.fn = VAULT_DEPOSIT};
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &o, &t, NULL);
+	sim_stop();
+	/* A fresh network where that source account does not exist. */
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	ck_assert_int_eq(expect_error(t.b64).code, TX_NO_ACCOUNT);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_fee_bump_rules)
+{
+	struct acct a, payer;
+	struct built t;
+	struct txopt o = {.fn = VAULT_DEPOSIT, .incl = 100};
+	uint8_t h1[32], h2[32];
+	char *b1, *b2;
+	struct res d;
+	json_t *r;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	acct_new(&payer, 1000000000);
+	build_vault(&a, &o, &t, NULL);
+	expect_status(t.b64, "PENDING");
+	/* a second, different tx from the same account: TRY_AGAIN_LATER */
+	{
+		struct built t2;
+		struct txopt o2 = {.fn = VAULT_DEPOSIT, .seq = a.seq + 2};
+
+		build_vault(&a, &o2, &t2, NULL);
+		expect_status(t2.b64, "TRY_AGAIN_LATER");
+		free(t2.b64);
+	}
+	/* a bump bidding 5x the queued tx cannot displace it */
+	b1 = fee_bump(t.b64, &payer, t.resource_fee + 1000, h1);
+	d = expect_error(b1);
+	ck_assert_int_eq(d.code, TX_INSUFFICIENT_FEE);
+	ck_assert_int_eq(d.fee, t.resource_fee + 2000);
+	free(b1);
+	/* 10x does */
+	b1 = fee_bump(t.b64, &payer, t.resource_fee + 2000, h1);
+	expect_status(b1, "PENDING");
+	ck_assert_int_eq(max_pending(&a), 1);
+	close_ledgers(1);
+	r = get_tx(h1);
+	ck_assert_str_eq(jstr(r, "status"), "SUCCESS");
+	ck_assert(json_is_true(json_object_get(r, "feeBump")));
+	d = decode_result(jstr(r, "resultXdr"));
+	ck_assert_int_eq(d.code, TX_FEE_BUMP_INNER_SUCCESS);
+	ck_assert_int_eq(d.inner_code, TX_SUCCESS);
+	json_decref(r);
+	/* the inner hash finds the bumped execution; it ran once */
+	ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	ck_assert_int_eq(executions(t.op_ref), 1);
+	/* a second fee bump of the applied inner tx */
+	b2 = fee_bump(t.b64, &payer, t.resource_fee + 5000, h2);
+	d = expect_error(b2);
+	ck_assert_int_eq(d.code, TX_FEE_BUMP_INNER_FAILED);
+	ck_assert_int_eq(d.inner_code, TX_BAD_SEQ);
+	/* and the original envelope itself */
+	ck_assert_int_eq(expect_error(t.b64).code, TX_BAD_SEQ);
+	ck_assert_int_eq(executions(t.op_ref), 1);
+	free(b1);
+	free(b2);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_drop_and_ban)
+{
+	struct acct a;
+	struct built t;
+	struct txopt o = {.fn = VAULT_DEPOSIT, .incl = 100};
+	json_t *st;
+
+	/* Two ledger slots, both taken by background bids above 100. */
+	sim_start("--ledger-ms", HOUR_MS, "--ledger-capacity", "2", NULL);
+	acct_new(&a, 1000000000);
+	set_faults("{\"background_fee_load\": 2}");
+	build_vault(&a, &o, &t, NULL);
+	expect_status(t.b64, "PENDING");
+	close_ledgers(3);
+	ck_assert_str_eq(tx_status(t.hash), "NOT_FOUND");
+	st = http_json("/debug/state", NULL);
+	ck_assert_int_eq(jint(st, "queue_size"), 1);
+	json_decref(st);
+	close_ledgers(1); /* the 4th ledger: dropped and banned */
+	st = http_json("/debug/state", NULL);
+	ck_assert_int_eq(jint(st, "queue_size"), 0);
+	json_decref(st);
+	expect_status(t.b64, "TRY_AGAIN_LATER");
+	close_ledgers(9);
+	expect_status(t.b64, "TRY_AGAIN_LATER");
+	close_ledgers(1); /* 10 ledgers later the ban is over */
+	set_faults("{}");
+	expect_status(t.b64, "PENDING");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	ck_assert_int_eq(max_pending(&a), 1);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_surge_pricing)
+{
+	struct acct a[5];
+	struct built t[5];
+	static const uint32_t bids[5] = {300, 100, 500, 200, 400};
+	int i;
+	json_t *fs;
+
+	sim_start("--ledger-ms", HOUR_MS, "--ledger-capacity", "3", NULL);
+	for (i = 0; i < 5; i++) {
+		struct txopt o = {.fn = VAULT_DEPOSIT, .incl = bids[i]};
+
+		acct_new(&a[i], 1000000000);
+		build_vault(&a[i], &o, &t[i], NULL);
+		expect_status(t[i].b64, "PENDING");
+	}
+	close_ledgers(1);
+	/* the three best bids (500, 400, 300) are in, each charged the clearing bid 300 */
+	for (i = 0; i < 5; i++) {
+		bool in = bids[i] >= 300;
+
+		ck_assert_str_eq(tx_status(t[i].hash), in ? "SUCCESS" : "NOT_FOUND");
+		if (in)
+			ck_assert_int_eq(tx_result(t[i].hash).fee, 300 + t[i].resource_fee);
+	}
+	{
+		json_t *r = get_tx(t[2].hash);
+
+		ck_assert_int_eq(jint(r, "applicationOrder"), 1); /* highest bid first */
+		json_decref(r);
+	}
+	fs = rpc("getFeeStats", NULL);
+	ck_assert_str_eq(jstr(json_object_get(fs, "sorobanInclusionFee"), "min"), "300");
+	ck_assert_str_eq(jstr(json_object_get(fs, "sorobanInclusionFee"), "transactionCount"), "3");
+	json_decref(fs);
+	/* the rest follow at the base fee once there is room */
+	close_ledgers(1);
+	for (i = 0; i < 5; i++)
+		ck_assert_str_eq(tx_status(t[i].hash), "SUCCESS");
+	ck_assert_int_eq(tx_result(t[1].hash).fee, 100 + t[1].resource_fee);
+	for (i = 0; i < 5; i++)
+		free(t[i].b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_fee_stats_move_with_load)
+{
+	json_t *fs, *d;
+	long long p50, p90;
+
+	sim_start("--ledger-ms", HOUR_MS, "--ledger-capacity", "5", NULL);
+	set_faults("{\"background_fee_load\": 10}");
+	close_ledgers(5);
+	fs = rpc("getFeeStats", NULL);
+	d = json_object_get(fs, "sorobanInclusionFee");
+	p50 = atoll(jstr(d, "p50"));
+	ck_assert_str_eq(jstr(d, "transactionCount"), "25");
+	ck_assert_int_eq(jint(d, "ledgerCount"), 6); /* genesis and 5 closed */
+	ck_assert_int_gt(atoll(jstr(d, "min")), 100);
+	json_decref(fs);
+	close_ledgers(5);
+	fs = rpc("getFeeStats", NULL);
+	d = json_object_get(fs, "sorobanInclusionFee");
+	p90 = atoll(jstr(d, "p90"));
+	ck_assert_int_gt(atoll(jstr(d, "p50")), p50); /* rising */
+	ck_assert_int_ge(p90, atoll(jstr(d, "p50")));
+	json_decref(fs);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_withdraw_beyond_balance_fails)
+{
+	struct acct a, b, user;
+	struct built dep, wa, wb;
+	struct txopt o = {.fn = VAULT_DEPOSIT, .amount = "500"};
+	int64_t seq, bal;
+	struct res d;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	acct_new(&b, 1000000000);
+	acct_new(&user, 0);
+	o.user = user.g;
+	build_vault(&a, &o, &dep, NULL);
+	expect_status(dep.b64, "PENDING");
+	close_ledgers(1);
+	a.seq++;
+	ck_assert_str_eq(balance_of(user.g), "500");
+	/* Two withdrawals of 400, each simulated fine against 500; b bids more
+	 * and applies first, so a's executes against 100 and FAILS on chain. */
+	build_vault(&a, &(struct txopt){.fn = VAULT_WITHDRAW, .user = user.g, .amount = "400"}, &wa,
+		    NULL);
+	build_vault(
+		&b,
+		&(struct txopt){.fn = VAULT_WITHDRAW, .user = user.g, .amount = "400", .incl = 200},
+		&wb, NULL);
+	expect_status(wa.b64, "PENDING");
+	expect_status(wb.b64, "PENDING");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(wb.hash), "SUCCESS");
+	ck_assert_str_eq(tx_status(wa.hash), "FAILED");
+	d = tx_result(wa.hash);
+	ck_assert_int_eq(d.code, TX_FAILED);
+	ck_assert_int_eq(d.op_code, IHF_TRAPPED);
+	ck_assert_int_eq(d.fee, 100 + wa.resource_fee);
+	ck_assert_str_eq(balance_of(user.g), "100");
+	ck_assert_int_eq(executions(wb.op_ref), 1);
+	ck_assert_int_eq(executions(wa.op_ref), 0);
+	/* the failed tx consumed its sequence number and paid its fee */
+	ck_assert(ledger_account(&a, &seq, &bal));
+	ck_assert_int_eq(seq, a.seq + 1);
+	ck_assert_int_eq(bal, 1000000000 - (100 + dep.resource_fee) - d.fee);
+	ck_assert_int_eq(expect_error(wa.b64).code, TX_BAD_SEQ);
+	/* simulate refuses the overdraft up front */
+	{
+		struct txbuild tb;
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct txbuild_source src = {a.g, a.seq + 2, 100, 0, (uint64_t)time(NULL) + 300};
+		struct txbuild_vault_call c = {vault, VAULT_WITHDRAW, user.g, "101", "k", 1};
+		char *b64, params[4096];
+		json_t *r;
+
+		txbuild_init(&tb);
+		ck_assert_int_eq(txbuild_vault(&tb, &src, &c, NULL, &err), 0);
+		ck_assert_int_eq(txbuild_to_b64(&tb, &b64), 0);
+		snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
+		r = rpc("simulateTransaction", params);
+		ck_assert_ptr_nonnull(strstr(jstr(r, "error"), "Error(Contract, #1)"));
+		jint(r, "latestLedger");
+		json_decref(r);
+		free(b64);
+		txbuild_release(&tb);
+	}
+	free(dep.b64);
+	free(wa.b64);
+	free(wb.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_missing_auth_traps)
+{
+	struct acct a;
+	struct built t;
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct xdr_envelope env;
+	uint8_t *raw, h[32];
+	size_t rl;
+	char *s;
+	int64_t seq, bal;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	ck_assert_int_eq(xdr_envelope_decode_b64(&env, t.b64, strlen(t.b64), &raw, &rl, &err), 0);
+	env.tx.ops[0].body.invoke.n_auth = 0;
+	env.tx.ops[0].body.invoke.auth.len = 0;
+	env.n_sigs = 0;
+	ck_assert_int_eq(stellar_sign_envelope(&env, &a.kp, network_id, h, &err), 0);
+	ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
+	expect_status(s, "PENDING");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(h), "FAILED");
+	ck_assert_int_eq(tx_result(h).op_code, IHF_TRAPPED);
+	ck_assert_int_eq(executions(t.op_ref), 0);
+	ck_assert(ledger_account(&a, &seq, &bal));
+	ck_assert_int_eq(seq, a.seq + 1);
+	free(s);
+	free(raw);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("stellar_sim");
+	TCase *tc = tcase_create("sim");
+
+	tcase_add_unchecked_fixture(tc, setup, NULL);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_help);
+	tcase_add_test(tc, test_read_methods);
+	tcase_add_test(tc, test_debug_off_and_timer);
+	tcase_add_test(tc, test_deposit_executes);
+	tcase_add_test(tc, test_rejections);
+	tcase_add_test(tc, test_no_account);
+	tcase_add_test(tc, test_fee_bump_rules);
+	tcase_add_test(tc, test_drop_and_ban);
+	tcase_add_test(tc, test_surge_pricing);
+	tcase_add_test(tc, test_fee_stats_move_with_load);
+	tcase_add_test(tc, test_withdraw_beyond_balance_fails);
+	tcase_add_test(tc, test_missing_auth_traps);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (sodium_init() < 0)
+		return EXIT_FAILURE;
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	curl_global_cleanup();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
