@@ -268,7 +268,8 @@ struct rpc_client *rpc_client_new(const struct rpc_config *cfg, struct outbox_er
 
 /*
  * Abort every call in flight (each callback runs once with RPC_E_CANCELLED,
- * so callers can release their arg), then free. NULL is allowed.
+ * so callers can release their arg; rpc_call_start() fails with
+ * OUTBOX_ESTATE from those callbacks), then free. NULL is allowed.
  */
 void rpc_client_free(struct rpc_client *c);
 

@@ -56,6 +56,7 @@ struct rpc_client {
 	uint64_t next_id;
 	size_t pending;
 	struct rpc_call *calls;
+	bool freeing; /* rpc_client_free() is cancelling: no new calls */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -229,6 +230,7 @@ void rpc_client_free(struct rpc_client *c)
 {
 	if (!c)
 		return;
+	c->freeing = true;
 	while (c->calls) {
 		struct rpc_result res;
 		rpc_result_init(&res, c->calls->req.method);
@@ -288,6 +290,8 @@ int rpc_call_start(struct rpc_client *c, const struct rpc_request *req, rpc_done
 
 	if (!cb)
 		return outbox_error_set(err, OUTBOX_EINVAL, "cb", "no callback");
+	if (c->freeing)
+		return outbox_error_set(err, OUTBOX_ESTATE, "rpc", "client is being freed");
 	call = calloc(1, sizeof(*call));
 	if (!call)
 		return outbox_error_set(err, -ENOMEM, "rpc", "out of memory");
