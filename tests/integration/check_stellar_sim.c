@@ -17,6 +17,7 @@
 #include <check.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -1085,6 +1086,269 @@ START_TEST(test_missing_auth_traps)
 }
 END_TEST
 
+struct timed_call {
+	const char *method;
+	long timeout_ms;
+	long status;
+	double seconds;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *timed_call_main(void *arg)
+{
+	struct timed_call *c = arg;
+	char body[128];
+	double t0 = now_s();
+
+	snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"}", c->method);
+	c->status = http("/", body, c->timeout_ms, NULL);
+	c->seconds = now_s() - t0;
+	return NULL;
+}
+
+static struct timed_call timed(const char *method, long timeout_ms)
+{
+	struct timed_call c = {method, timeout_ms, 0, 0};
+
+	timed_call_main(&c);
+	return c;
+}
+
+START_TEST(test_fault_delay_and_timeout)
+{
+	struct timed_call slow = {"getHealth", 5000, 0, 0}, held = {"getFeeStats", 1200, 0, 0},
+			  fast;
+	pthread_t th1, th2;
+	char *body;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	set_faults("{\"method\":\"getHealth\",\"delay_ms\":800}");
+	set_faults("{\"method\":\"getFeeStats\",\"timeout_rate\":1}");
+	pthread_create(&th1, NULL, timed_call_main, &slow);
+	pthread_create(&th2, NULL, timed_call_main, &held);
+	usleep(100 * 1000);
+	/* neither the delayed nor the held request blocks anyone else */
+	fast = timed("getLatestLedger", 5000);
+	ck_assert_int_eq(fast.status, 200);
+	ck_assert_double_lt(fast.seconds, 0.3);
+	pthread_join(th1, NULL);
+	pthread_join(th2, NULL);
+	ck_assert_int_eq(slow.status, 200);
+	ck_assert_double_ge(slow.seconds, 0.79);
+	ck_assert_int_eq(held.status, -1); /* no answer: the client gave up */
+	ck_assert_double_ge(held.seconds, 1.1);
+	/* GET /debug/faults shows the table; {} clears it */
+	ck_assert_int_eq(http("/debug/faults", NULL, 5000, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "getHealth"));
+	free(body);
+	set_faults("{}");
+	slow = timed("getHealth", 5000);
+	ck_assert_int_eq(slow.status, 200);
+	ck_assert_double_lt(slow.seconds, 0.3);
+	ck_assert_int_eq(timed("getFeeStats", 2000).status, 200);
+	/* bad bodies change nothing and say why */
+	ck_assert_int_eq(http("/debug/faults", "{\"timeout_rate\":2}", 5000, &body), 400);
+	ck_assert_ptr_nonnull(strstr(body, "timeout_rate"));
+	free(body);
+	ck_assert_int_eq(http("/debug/faults", "{\"bogus\":1}", 5000, &body), 400);
+	free(body);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_fault_5xx_garbage_rates)
+{
+	char *body;
+	json_t *j;
+	int i, n5xx = 0;
+
+	sim_start("--ledger-ms", HOUR_MS, "--seed", "42", NULL);
+	set_faults("{\"method\":\"*\",\"http_5xx_rate\":1}");
+	ck_assert_int_eq(timed("getHealth", 5000).status, 503);
+	ck_assert_int_eq(timed("getNetwork", 5000).status, 503);
+	/* a method's own entry wins over "*" */
+	set_faults("{\"method\":\"getHealth\",\"garbage_rate\":1}");
+	ck_assert_int_eq(
+		http("/", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}", 5000, &body),
+		200);
+	j = json_loads(body, 0, NULL);
+	ck_assert_ptr_null(j);
+	free(body);
+	ck_assert_int_eq(timed("getNetwork", 5000).status, 503);
+	/* rates are rates */
+	set_faults("{}");
+	set_faults("{\"method\":\"getHealth\",\"http_5xx_rate\":0.3}");
+	for (i = 0; i < 300; i++)
+		n5xx += timed("getHealth", 5000).status == 503;
+	ck_assert_int_ge(n5xx, 60);
+	ck_assert_int_le(n5xx, 120);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_fault_try_again_later_and_blackhole)
+{
+	struct acct a, b;
+	struct built t, u, u2;
+	json_t *st;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	acct_new(&b, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	set_faults("{\"method\":\"sendTransaction\",\"try_again_later_rate\":1}");
+	expect_status(t.b64, "TRY_AGAIN_LATER");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t.hash), "NOT_FOUND");
+	set_faults("{}");
+	expect_status(t.b64, "PENDING"); /* nothing was queued or banned */
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	/* black hole: PENDING, never included, forgotten after 4 ledgers */
+	set_faults("{\"method\":\"sendTransaction\",\"blackhole_rate\":1}");
+	build_vault(&b, &(struct txopt){.fn = VAULT_DEPOSIT}, &u, NULL);
+	expect_status(u.b64, "PENDING");
+	expect_status(u.b64, "DUPLICATE");
+	set_faults("{}");
+	st = http_json("/debug/state", NULL);
+	ck_assert_int_eq(jint(st, "black_holed"), 1);
+	json_decref(st);
+	close_ledgers(2);
+	ck_assert_str_eq(tx_status(u.hash), "NOT_FOUND");
+	/* the sim does not know the black-holed tx is lost: a second inner tx
+	 * for the same sequence number is two in flight for that account */
+	build_vault(&b, &(struct txopt){.fn = VAULT_DEPOSIT, .amount = "7"}, &u2, NULL);
+	expect_status(u2.b64, "PENDING");
+	ck_assert_int_eq(max_pending(&b), 2);
+	close_ledgers(2);
+	ck_assert_str_eq(tx_status(u.hash), "NOT_FOUND");
+	ck_assert_str_eq(tx_status(u2.hash), "SUCCESS");
+	st = http_json("/debug/state", NULL);
+	ck_assert_int_eq(jint(st, "black_holed"), 0);
+	json_decref(st);
+	ck_assert_int_eq(executions(u.op_ref), 0);
+	free(t.b64);
+	free(u.b64);
+	free(u2.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_queue_full_evicts_lowest)
+{
+	struct acct a[4];
+	struct built t[4];
+	static const uint32_t bids[4] = {100, 150, 120, 300};
+	int i;
+
+	sim_start("--ledger-ms", HOUR_MS, "--ledger-capacity", "1", "--queue-capacity", "2", NULL);
+	for (i = 0; i < 4; i++) {
+		acct_new(&a[i], 1000000000);
+		build_vault(&a[i], &(struct txopt){.fn = VAULT_DEPOSIT, .incl = bids[i]}, &t[i],
+			    NULL);
+	}
+	expect_status(t[0].b64, "PENDING");
+	expect_status(t[1].b64, "PENDING");
+	/* 120 beats the lowest queued bid (100), which is evicted and banned */
+	expect_status(t[2].b64, "PENDING");
+	expect_status(t[0].b64, "TRY_AGAIN_LATER");
+	/* a full queue refuses a bid not above its lowest, and bans it */
+	{
+		struct built low;
+
+		acct_new(&a[0], 1000000000);
+		build_vault(&a[0], &(struct txopt){.fn = VAULT_DEPOSIT, .incl = 110}, &low, NULL);
+		expect_status(low.b64, "TRY_AGAIN_LATER");
+		free(low.b64);
+	}
+	expect_status(t[3].b64, "PENDING");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t[3].hash), "SUCCESS");
+	ck_assert_str_eq(tx_status(t[1].hash), "NOT_FOUND");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t[1].hash), "SUCCESS");
+	for (i = 0; i < 4; i++)
+		free(t[i].b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_get_transactions_pages)
+{
+	struct acct a[5];
+	struct built t[5];
+	char params[256];
+	json_t *r, *txs;
+	uint32_t first;
+	int i, seen = 0;
+	const char *cursor;
+	char cur[32];
+
+	sim_start("--ledger-ms", HOUR_MS, "--ledger-capacity", "3", NULL);
+	for (i = 0; i < 5; i++) {
+		acct_new(&a[i], 1000000000);
+		build_vault(&a[i], &(struct txopt){.fn = VAULT_DEPOSIT}, &t[i], NULL);
+		expect_status(t[i].b64, "PENDING");
+	}
+	first = close_ledgers(1);
+	close_ledgers(1);
+	snprintf(params, sizeof(params), "{\"startLedger\":%u,\"pagination\":{\"limit\":2}}",
+		 first);
+	r = rpc("getTransactions", params);
+	for (;;) {
+		txs = json_object_get(r, "transactions");
+		seen += (int)json_array_size(txs);
+		if (json_array_size(txs) == 0)
+			break;
+		ck_assert_int_le(json_array_size(txs), 2);
+		cursor = jstr(r, "cursor");
+		snprintf(cur, sizeof(cur), "%s", cursor);
+		json_decref(r);
+		snprintf(params, sizeof(params), "{\"pagination\":{\"cursor\":\"%s\",\"limit\":2}}",
+			 cur);
+		r = rpc("getTransactions", params);
+	}
+	json_decref(r);
+	ck_assert_int_eq(seen, 5);
+	/* a start ledger outside the window is a parameter error */
+	r = rpc_raw("getTransactions", "{\"startLedger\":5}");
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32602);
+	json_decref(r);
+	for (i = 0; i < 5; i++)
+		free(t[i].b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_retention_window)
+{
+	struct acct a;
+	struct built t;
+	json_t *r;
+
+	sim_start("--ledger-ms", HOUR_MS, "--retention-ledgers", "3", NULL);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	expect_status(t.b64, "PENDING");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	close_ledgers(3);
+	r = get_tx(t.hash);
+	ck_assert_str_eq(jstr(r, "status"), "NOT_FOUND");
+	ck_assert_int_eq(jint(r, "oldestLedger"), jint(r, "latestLedger") - 2);
+	json_decref(r);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1104,6 +1368,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_fee_stats_move_with_load);
 	tcase_add_test(tc, test_withdraw_beyond_balance_fails);
 	tcase_add_test(tc, test_missing_auth_traps);
+	tcase_add_test(tc, test_fault_delay_and_timeout);
+	tcase_add_test(tc, test_fault_5xx_garbage_rates);
+	tcase_add_test(tc, test_fault_try_again_later_and_blackhole);
+	tcase_add_test(tc, test_queue_full_evicts_lowest);
+	tcase_add_test(tc, test_get_transactions_pages);
+	tcase_add_test(tc, test_retention_window);
 	suite_add_tcase(s, tc);
 	return s;
 }
