@@ -1,0 +1,238 @@
+/*
+ * check_oracle.c - the fee oracle against stellar-sim: drive the sim's
+ * background fee load up and down and watch, through `outboxctl fee --json`,
+ * the published congestion level and fees follow, with the dwell respected
+ * (FEE_ORACLE_DWELL_MS=2000 so the test runs in seconds), fees clamped at
+ * FEE_ORACLE_MAX and counted; then a stalled RPC: the snapshot goes stale,
+ * readers fall back and their staleness gauge grows, and it recovers.
+ *
+ * The sim: 250 ms ledgers, 10 transactions per ledger, a Soroban fee window
+ * of 4 ledgers; the oracle is told FEE_ORACLE_LEDGER_MAX_TX=10.
+ */
+#include "tests/integration/proc_harness.h"
+
+#define DWELL_MS 2000
+
+static struct proc_harness h;
+
+static const char *env[] = {"OUTBOX_WORKERS=1",
+			    "FEE_ORACLE_DWELL_MS=2000",
+			    "FEE_ORACLE_LEDGER_MAX_TX=10",
+			    "FEE_ORACLE_MAX=2000",
+			    "FEE_ORACLE_POLL_MS=200",
+			    "FEE_ORACLE_TTL_MS=1000",
+			    NULL};
+
+static void setup(void)
+{
+	ph_setup(&h, "ora");
+	ph_start_sim(&h, "--ledger-ms 250 --ledger-capacity 10 --fee-window-soroban 4");
+	ph_start_outboxd(&h, env);
+	json_decref(ph_wait_all_running(&h, 2, 5000));
+}
+
+static void teardown(void)
+{
+	ph_teardown(&h);
+}
+
+static int level_of(json_t *fee)
+{
+	static const char *names[] = {"low", "elevated", "high", "severe"};
+	const char *s = json_string_value(json_object_get(fee, "congestionLevel"));
+
+	for (int i = 0; s && i < 4; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	ck_abort_msg("bad congestionLevel in fee json");
+	return -1;
+}
+
+/* A fresh fee snapshot (waits for one). */
+static json_t *fresh_fee(void)
+{
+	for (int i = 0; i < 300; i++) {
+		int rc;
+		json_t *f = ph_ctl(&h, "fee", &rc);
+
+		if (f && rc == 0 && json_is_true(json_object_get(f, "published")) &&
+		    !json_is_true(json_object_get(f, "stale")))
+			return f;
+		json_decref(f);
+		ph_sleep_ms(20);
+	}
+	ck_abort_msg("no fresh fee snapshot");
+	return NULL;
+}
+
+/*
+ * Watch the level from t0 until it reaches `target`: it must move only in
+ * direction dir (+1/-1), not before t0 + DWELL_MS, and two changes must be
+ * at least DWELL_MS apart. Returns the last snapshot.
+ */
+static json_t *follow(uint64_t t0, int start, int target, int dir, unsigned timeout_ms)
+{
+	uint64_t last_change = t0;
+	int level = start;
+	json_t *f = NULL;
+
+	while (ph_now_ms() - t0 < timeout_ms) {
+		int l;
+
+		json_decref(f);
+		f = fresh_fee();
+		l = level_of(f);
+		if (l != level) {
+			uint64_t now = ph_now_ms();
+
+			ck_assert_msg(dir > 0 ? l > level : l < level, "level went %d -> %d", level,
+				      l);
+			ck_assert_msg(now - last_change >= DWELL_MS - 250,
+				      "level %d -> %d only %llu ms after the previous change",
+				      level, l, (unsigned long long)(now - last_change));
+			last_change = now;
+			level = l;
+		}
+		if (level == target)
+			return f;
+		ph_sleep_ms(50);
+	}
+	ck_abort_msg("level %d never reached %d (stuck at %d)", start, target, level);
+	return f;
+}
+
+START_TEST(test_oracle_follows_fee_load)
+{
+	json_t *f, *s, *o;
+	long long ledger, fee_hi;
+	uint64_t t0;
+
+	/* quiet network: low, the fee floor, ledgers advancing */
+	f = fresh_fee();
+	ck_assert_int_eq(level_of(f), 0);
+	ck_assert_int_eq(ph_int(f, "recommendedBaseFee"), 100);
+	ck_assert_int_eq(ph_int(f, "aggressiveBaseFee"), 100);
+	ck_assert(json_real_value(json_object_get(f, "ledgerCapacityUsage")) == 0.0);
+	ledger = ph_int(f, "latestLedger");
+	ck_assert_int_gt(ledger, 0);
+	ck_assert_int_eq(ph_int(f, "ttlMs"), 1000);
+	json_decref(f);
+	ph_sleep_ms(600);
+	f = fresh_fee();
+	ck_assert_int_gt(ph_int(f, "latestLedger"), ledger);
+	json_decref(f);
+
+	/* load 3x capacity: congestion rises to severe, never before the dwell */
+	t0 = ph_now_ms();
+	ph_sim_post(&h, "/debug/faults", "{\"background_fee_load\": 30}");
+	f = follow(t0, 0, 3, +1, 20000);
+	ck_assert(json_real_value(json_object_get(f, "ledgerCapacityUsage")) >= 0.95);
+	ck_assert_int_gt(ph_int(f, "recommendedBaseFee"), 100);
+	ck_assert_int_ge(ph_int(f, "aggressiveBaseFee"), ph_int(f, "recommendedBaseFee"));
+	json_decref(f);
+	/* surge fees keep climbing (the sim raises bids every loaded ledger) until the clamp */
+	for (int i = 0; i < 200; i++) {
+		f = fresh_fee();
+		fee_hi = ph_int(f, "aggressiveBaseFee");
+		json_decref(f);
+		if (fee_hi == 2000)
+			break;
+		ph_sleep_ms(50);
+	}
+	ck_assert_int_eq(fee_hi, 2000);
+	s = ph_ctl(&h, "stats", NULL);
+	o = ph_proc(s, "oracle", 0);
+	ck_assert_int_gt(ph_counter(o, "outbox_fee_clamp_max_total"), 0);
+	ck_assert_int_gt(ph_counter(o, "outbox_fee_clamp_min_total"), 0); /* the quiet phase */
+	ck_assert_int_eq(ph_int(json_object_get(o, "gauges"), "outbox_fee_congestion_level"), 3);
+	/* the worker reads what the oracle published */
+	ck_assert_int_eq(ph_int(json_object_get(ph_proc(s, "worker", 0), "gauges"),
+				"outbox_fee_aggressive_stroops"),
+			 2000);
+	json_decref(s);
+
+	/* load off: back to low and the floor, again never faster than the dwell */
+	t0 = ph_now_ms();
+	ph_sim_post(&h, "/debug/faults", "{\"background_fee_load\": 0}");
+	f = follow(t0, 3, 0, -1, 20000);
+	json_decref(f);
+	for (int i = 0; i < 100; i++) {
+		f = fresh_fee();
+		fee_hi = ph_int(f, "recommendedBaseFee");
+		json_decref(f);
+		if (fee_hi == 100)
+			break;
+		ph_sleep_ms(50);
+	}
+	ck_assert_int_eq(fee_hi, 100);
+	ph_stop_clean(&h);
+}
+END_TEST
+
+START_TEST(test_oracle_snapshot_goes_stale_and_recovers)
+{
+	json_t *f, *s;
+	long long stale1, stale2, age1, age2;
+	int rc;
+
+	json_decref(fresh_fee());
+	ck_assert_int_eq(kill(h.sim_pid, SIGSTOP), 0); /* the RPC hangs: polls time out */
+	ph_sleep_ms(2600);
+	f = ph_ctl(&h, "fee", &rc);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(rc, 1);
+	ck_assert(json_is_true(json_object_get(f, "stale")));
+	ck_assert_int_gt(ph_int(f, "ageMs"), 2000);
+	json_decref(f);
+
+	s = ph_ctl(&h, "stats", NULL);
+	stale1 = ph_counter(ph_proc(s, "worker", 0), "outbox_snapshot_stale_total");
+	age1 = ph_int(json_object_get(ph_proc(s, "worker", 0), "gauges"), "outbox_snapshot_age_ms");
+	/* the fallback fee is what the worker uses now */
+	ck_assert_int_eq(ph_int(json_object_get(ph_proc(s, "worker", 0), "gauges"),
+				"outbox_fee_recommended_stroops"),
+			 100);
+	ck_assert_int_gt(ph_counter(ph_proc(s, "oracle", 0), "outbox_fee_poll_failures_total"), 0);
+	json_decref(s);
+	ph_sleep_ms(500);
+	s = ph_ctl(&h, "stats", NULL);
+	stale2 = ph_counter(ph_proc(s, "worker", 0), "outbox_snapshot_stale_total");
+	age2 = ph_int(json_object_get(ph_proc(s, "worker", 0), "gauges"), "outbox_snapshot_age_ms");
+	json_decref(s);
+	ck_assert_int_gt(stale1, 0);
+	ck_assert_int_gt(stale2, stale1);
+	ck_assert_int_gt(age2, age1);
+	ck_assert(ph_log_contains(&h, "fee poll failed"));
+
+	ck_assert_int_eq(kill(h.sim_pid, SIGCONT), 0);
+	f = fresh_fee();
+	ck_assert_int_lt(ph_int(f, "ageMs"), 1000);
+	json_decref(f);
+	ck_assert(ph_log_contains(&h, "fee poll recovered"));
+	ph_stop_clean(&h);
+}
+END_TEST
+
+static Suite *oracle_suite(void)
+{
+	Suite *s = suite_create("oracle");
+	TCase *tc = tcase_create("stellar-sim");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_oracle_follows_fee_load);
+	tcase_add_test(tc, test_oracle_snapshot_goes_stale_and_recovers);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(oracle_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
