@@ -5,3 +5,12 @@ add_executable(stellar-sim ${sim_srcs})
 target_link_libraries(stellar-sim PRIVATE outbox_stellar outbox_common PkgConfig::MHD
 	PkgConfig::JANSSON PkgConfig::SODIUM Threads::Threads)
 set_target_properties(stellar-sim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+
+# The official SDK against the sim (tests/sim/*.js; @stellar/stellar-base comes
+# from tests/interop/node_modules, installed by ops/lib/prepare.d/interop.sh).
+file(GLOB sim_js CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/sim/*.js)
+foreach(js ${sim_js})
+	get_filename_component(n ${js} NAME_WE)
+	add_test(NAME sim_${n} COMMAND node ${js} ${CMAKE_BINARY_DIR})
+	set_tests_properties(sim_${n} PROPERTIES LABELS integration TIMEOUT 120)
+endforeach()
