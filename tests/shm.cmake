@@ -1,0 +1,10 @@
+# common/shm extras: the snapshot read benchmark (not a ctest; prints JSON
+# lines). Built into the build root: build-<x>/bench_snapshot_read.
+add_executable(bench_snapshot_read ${CMAKE_CURRENT_SOURCE_DIR}/bench/snapshot_read.c)
+target_link_libraries(bench_snapshot_read PRIVATE outbox_shm outbox_common)
+if(HIREDIS_FOUND)
+	target_link_libraries(bench_snapshot_read PRIVATE PkgConfig::HIREDIS)
+	target_compile_definitions(bench_snapshot_read PRIVATE HAVE_HIREDIS)
+endif()
+set_target_properties(bench_snapshot_read PROPERTIES
+	RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
