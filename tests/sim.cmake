@@ -14,3 +14,9 @@ foreach(js ${sim_js})
 	add_test(NAME sim_${n} COMMAND node ${js} ${CMAKE_BINARY_DIR})
 	set_tests_properties(sim_${n} PROPERTIES LABELS integration TIMEOUT 120)
 endforeach()
+
+# Load bench helper: pre-generates signed sendTransaction bodies (tests/bench/sim_load).
+add_executable(sim_txgen ${CMAKE_SOURCE_DIR}/tests/bench/sim_txgen.c)
+target_link_libraries(sim_txgen PRIVATE outbox_stellar PkgConfig::CURL PkgConfig::JANSSON
+	PkgConfig::SODIUM)
+set_target_properties(sim_txgen PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
