@@ -8,8 +8,8 @@
  * strings, addresses as strkeys, bytes as hex), soroban_data, signatures
  * (hint and signature in hex) and the hash for the network passphrase from
  * --passphrase or STELLAR_NETWORK_PASSPHRASE; without one, "hash" is null and
- * "hash_omitted" says why. A fee bump prints its outer fields and the inner
- * transaction (with its own hash) under "inner".
+ * "hash_omitted" says why. A fee bump prints its outer fields (its i64 "fee" as
+ * a decimal string) and the inner transaction (with its own hash) under "inner".
  * Bad input: exit 1 with one line "outboxctl tx decode: <what>".
  */
 #include "common/stellar/sign.h"
@@ -297,7 +297,7 @@ static json_t *envelope_json(const struct xdr_envelope *env, const char *passphr
 		json_t *inner = json_object();
 		json_object_set_new(o, "type", json_string("fee_bump"));
 		json_object_set_new(o, "fee_source", muxed_json(&env->bump.fee_source));
-		json_object_set_new(o, "fee", json_integer(env->bump.fee));
+		json_object_set_new(o, "fee", i64_json(env->bump.fee));
 		json_object_set_new(o, "signatures", sigs_json(env->bump.n_sigs, env->bump.sigs));
 		if (passphrase)
 			rc = xdr_envelope_hash(env, nid, h);
