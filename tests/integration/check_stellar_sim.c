@@ -1349,6 +1349,163 @@ START_TEST(test_retention_window)
 }
 END_TEST
 
+START_TEST(test_vault_rebalance_and_referral)
+{
+	struct acct agent, ref;
+	struct built t[4];
+	json_t *st;
+
+	sim_start("--ledger-ms", HOUR_MS, "--vault-reserve", "5000", NULL);
+	acct_new(&agent, 1000000000);
+	acct_new(&ref, 0);
+	ck_assert_str_eq(balance_of(vault), "5000");
+	build_vault(&agent, &(struct txopt){.fn = VAULT_REBALANCE, .amount = "1000"}, &t[0], NULL);
+	expect_status(t[0].b64, "PENDING");
+	close_ledgers(1);
+	agent.seq++;
+	ck_assert_str_eq(tx_status(t[0].hash), "SUCCESS");
+	ck_assert_str_eq(balance_of(vault), "6000");
+	build_vault(&agent,
+		    &(struct txopt){.fn = VAULT_PAY_REFERRAL, .user = ref.g, .amount = "2500"},
+		    &t[1], NULL);
+	expect_status(t[1].b64, "PENDING");
+	close_ledgers(1);
+	agent.seq++;
+	ck_assert_str_eq(tx_status(t[1].hash), "SUCCESS");
+	ck_assert_str_eq(balance_of(vault), "3500");
+	ck_assert_str_eq(balance_of(ref.g), "2500");
+	/* a negative rebalance moves funds out of the reserve ... */
+	build_vault(&agent, &(struct txopt){.fn = VAULT_REBALANCE, .amount = "-3000"}, &t[2], NULL);
+	expect_status(t[2].b64, "PENDING");
+	close_ledgers(1);
+	agent.seq++;
+	ck_assert_str_eq(tx_status(t[2].hash), "SUCCESS");
+	ck_assert_str_eq(balance_of(vault), "500");
+	/* ... and traps on chain when the reserve cannot cover it: drain the
+	 * reserve between simulation and application */
+	{
+		struct acct other;
+		struct built drain;
+
+		acct_new(&other, 1000000000);
+		build_vault(&agent, &(struct txopt){.fn = VAULT_REBALANCE, .amount = "-400"}, &t[3],
+			    NULL);
+		build_vault(&other,
+			    &(struct txopt){.fn = VAULT_REBALANCE, .amount = "-200", .incl = 300},
+			    &drain, NULL);
+		expect_status(t[3].b64, "PENDING");
+		expect_status(drain.b64, "PENDING");
+		close_ledgers(1);
+		agent.seq++;
+		ck_assert_str_eq(tx_status(drain.hash), "SUCCESS");
+		ck_assert_str_eq(tx_status(t[3].hash), "FAILED");
+		ck_assert_int_eq(tx_result(t[3].hash).op_code, IHF_TRAPPED);
+		ck_assert_str_eq(balance_of(vault), "300");
+		free(drain.b64);
+	}
+	/* simulate says no to a referral above the reserve */
+	{
+		struct txbuild b;
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct txbuild_source src = {agent.g, agent.seq + 1, 100, 0,
+					     (uint64_t)time(NULL) + 300};
+		struct txbuild_vault_call c = {vault, VAULT_PAY_REFERRAL, ref.g, "501", "r", 1};
+		char *b64, params[4096];
+		json_t *r;
+
+		txbuild_init(&b);
+		ck_assert_int_eq(txbuild_vault(&b, &src, &c, NULL, &err), 0);
+		ck_assert_int_eq(txbuild_to_b64(&b, &b64), 0);
+		snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
+		r = rpc("simulateTransaction", params);
+		ck_assert_ptr_nonnull(strstr(jstr(r, "error"), "Error(Contract, #1)"));
+		json_decref(r);
+		free(b64);
+		txbuild_release(&b);
+	}
+	/* zero amounts are refused by the contract */
+	{
+		struct txbuild b;
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct txbuild_source src = {agent.g, agent.seq + 1, 100, 0,
+					     (uint64_t)time(NULL) + 300};
+		struct txbuild_vault_call c = {vault, VAULT_DEPOSIT, ref.g, "0", "z", 1};
+		char *b64, params[4096];
+		json_t *r;
+
+		txbuild_init(&b);
+		ck_assert_int_eq(txbuild_vault(&b, &src, &c, NULL, &err), 0);
+		ck_assert_int_eq(txbuild_to_b64(&b, &b64), 0);
+		snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
+		r = rpc("simulateTransaction", params);
+		ck_assert_ptr_nonnull(strstr(jstr(r, "error"), "Error(Contract, #2)"));
+		json_decref(r);
+		free(b64);
+		txbuild_release(&b);
+	}
+	st = http_json("/debug/state", NULL);
+	ck_assert_str_eq(jstr(st, "vault_contract"), vault);
+	ck_assert_str_eq(jstr(st, "vault_reserve"), "300");
+	json_decref(st);
+	for (int i = 0; i < 4; i++)
+		free(t[i].b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_debug_accounts_and_vault_flag)
+{
+	char *body;
+	json_t *st;
+	static const char other[] = "CA3D5KRYM6CB7OWQ6TWYRR3Z4T7GNZLKERYNZGGA5SOAOPIFY6YQGAXE";
+	static const char g[] = "GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH";
+
+	sim_start("--ledger-ms", HOUR_MS, "--vault-contract", other, NULL);
+	st = http_json("/debug/state", NULL);
+	ck_assert_str_eq(jstr(st, "vault_contract"), other);
+	ck_assert_int_eq(jint(st, "latest_ledger"), 100);
+	json_decref(st);
+	/* bad entries are refused, and nothing of the request is applied */
+	ck_assert_int_eq(http("/debug/accounts",
+			      "{\"accounts\":[{\"id\":"
+			      "\"GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH\","
+			      "\"seq\":\"5\",\"balance\":\"7\"},"
+			      "{\"id\":\"GBAD\",\"seq\":\"1\",\"balance\":\"1\"}]}",
+			      5000, &body),
+			 400);
+	ck_assert_ptr_nonnull(strstr(body, "accounts[1].id"));
+	free(body);
+	ck_assert_str_eq(balance_of(g), "absent");
+	ck_assert_int_eq(http("/debug/accounts",
+			      "{\"accounts\":[{\"id\":"
+			      "\"GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH\","
+			      "\"seq\":\"-1\",\"balance\":\"7\"}]}",
+			      5000, &body),
+			 400);
+	free(body);
+	json_decref(http_json("/debug/accounts",
+			      "{\"accounts\":[{\"id\":"
+			      "\"GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH\","
+			      "\"seq\":\"1234567890122\",\"balance\":\"10000000000\"}]}"));
+	/* the example of stellar-protocol.md 1.5, byte for byte */
+	{
+		json_t *r = rpc("getLedgerEntries",
+				"{\"keys\":["
+				"\"AAAAAAAAAAAuPDUBB0nB3j2aW91qMcEkWHaNpc6HzKaq1j67qu90Mg==\"]}");
+		json_t *e = json_array_get(json_object_get(r, "entries"), 0);
+
+		ck_assert_str_eq(jstr(e, "xdr"),
+				 "AAAAAAAAAAAuPDUBB0nB3j2aW91qMcEkWHaNpc6HzKaq1j67qu90MgAAAAJUC+"
+				 "QAAAABH3H7BMoAAAAAAAAAAAAAAAAAAAAAAQAAAAAAAAAAAAAA");
+		ck_assert_str_eq(jstr(e, "key"),
+				 "AAAAAAAAAAAuPDUBB0nB3j2aW91qMcEkWHaNpc6HzKaq1j67qu90Mg==");
+		jint(e, "lastModifiedLedgerSeq");
+		json_decref(r);
+	}
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1374,6 +1531,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_queue_full_evicts_lowest);
 	tcase_add_test(tc, test_get_transactions_pages);
 	tcase_add_test(tc, test_retention_window);
+	tcase_add_test(tc, test_vault_rebalance_and_referral);
+	tcase_add_test(tc, test_debug_accounts_and_vault_flag);
 	suite_add_tcase(s, tc);
 	return s;
 }
