@@ -694,6 +694,7 @@ START_TEST(test_deposit_executes)
 		jint(r, "latestLedgerCloseTimestamp");
 		json_decref(r);
 	}
+	free(t.b64);
 	sim_stop();
 }
 END_TEST
