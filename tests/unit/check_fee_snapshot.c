@@ -260,7 +260,9 @@ START_TEST(test_slow_reader_wait)
 
 		fee_reader_init(&r, &seg, SHM_PROC_WORKER0);
 		(void)!write(ready[1], "r", 1);
-		usleep(300000);
+		while (atomic_load(&seg.fee_ctl->waits) == 0) /* the writer is now waiting */
+			usleep(1000);
+		usleep(150000);
 		qsbr_quiescent(&r.q, r.me);
 		qsbr_offline(&r.q, r.me);
 		_exit(0);
