@@ -574,6 +574,9 @@ START_TEST(test_read_methods)
 	r = http_json("/", "{not json");
 	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32700);
 	json_decref(r);
+	r = http_json("/", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}]");
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32600);
+	json_decref(r);
 	sim_stop();
 }
 END_TEST
@@ -1145,6 +1148,20 @@ START_TEST(test_fault_delay_and_timeout)
 	ck_assert_double_ge(slow.seconds, 0.79);
 	ck_assert_int_eq(held.status, -1); /* no answer: the client gave up */
 	ck_assert_double_ge(held.seconds, 1.1);
+	/* once the client has hung up the sim lets the connection go */
+	{
+		json_int_t n = -1;
+
+		for (int i = 0; i < 30 && n != 0; i++) {
+			json_t *st = http_json("/debug/state", NULL);
+
+			n = jint(st, "held_connections");
+			json_decref(st);
+			if (n)
+				usleep(100 * 1000);
+		}
+		ck_assert_int_eq(n, 0);
+	}
 	/* GET /debug/faults shows the table; {} clears it */
 	ck_assert_int_eq(http("/debug/faults", NULL, 5000, &body), 200);
 	ck_assert_ptr_nonnull(strstr(body, "getHealth"));

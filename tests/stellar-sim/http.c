@@ -4,6 +4,8 @@
  * answer is queued. A delayed or held request is suspended and put on the
  * park list; the parker thread resumes it when its time comes, and MHD
  * calls the handler again, which picks up where the request state says.
+ * A held ("timeout" fault) request is released, unanswered, when its client
+ * hangs up (polled once a second) or after --hold-max-ms.
  */
 #include "tests/stellar-sim/http.h"
 #include "common/log.h"
@@ -12,6 +14,7 @@
 #include "tests/stellar-sim/rpc.h"
 
 #include <microhttpd.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,7 @@ static pthread_t parker;
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
 static struct req *parked;
+static unsigned n_held; /* under park_lock */
 static bool stopping;
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *ctype,
@@ -82,9 +86,26 @@ static enum MHD_Result park(struct req *q, enum req_state st, uint64_t at)
 	pthread_mutex_lock(&park_lock);
 	q->next = parked;
 	parked = q;
+	if (st == REQ_HELD)
+		n_held++;
 	pthread_cond_signal(&park_cond);
 	pthread_mutex_unlock(&park_lock);
 	return MHD_YES;
+}
+
+/* Has the client of a held request gone away? Then its connection can go. */
+static bool client_gone(struct req *q)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd p;
+
+	if (!ci)
+		return false;
+	p.fd = ci->connect_fd;
+	p.events = POLLRDHUP;
+	p.revents = 0;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 static void *parker_main(void *arg)
@@ -98,10 +119,13 @@ static void *parker_main(void *arg)
 		while (*pp) {
 			struct req *q = *pp;
 
-			if (stopping || q->resume_at <= now) {
+			if (stopping || q->resume_at <= now ||
+			    (q->state == REQ_HELD && client_gone(q))) {
 				*pp = q->next;
-				if (q->state == REQ_HELD)
+				if (q->state == REQ_HELD) {
 					q->state = REQ_RELEASED;
+					n_held--;
+				}
 				MHD_resume_connection(q->conn);
 				continue;
 			}
@@ -142,8 +166,13 @@ static enum MHD_Result rpc(struct req *q)
 		json_error_t je;
 
 		q->json = json_loadb(q->body ? q->body : "", q->len, 0, &je);
-		if (!q->json || !json_is_object(q->json))
+		if (!q->json)
 			return respond_json(q->conn, 200, rpc_error(NULL, -32700, "parse error"));
+		if (!json_is_object(q->json))
+			return respond_json(
+				q->conn, 200,
+				rpc_error(NULL, -32600,
+					  "invalid request: batches are not supported"));
 		faults_get(rpc_method(q->json), &q->f);
 		if (q->f.delay_ms)
 			return park(q, REQ_DELAYED, sim_now_ms() + q->f.delay_ms);
@@ -223,8 +252,16 @@ static enum MHD_Result route(struct req *q, const char *url, const char *method)
 	if (post && (!strcmp(url, "/debug/accounts") || !strcmp(url, "/debug/faults") ||
 		     !strcmp(url, "/debug/close")))
 		return debug_post(q, url);
-	if (get && !strcmp(url, "/debug/state"))
-		return respond_json(q->conn, 200, chain_debug_state());
+	if (get && !strcmp(url, "/debug/state")) {
+		json_t *o = chain_debug_state();
+		unsigned held;
+
+		pthread_mutex_lock(&park_lock);
+		held = n_held;
+		pthread_mutex_unlock(&park_lock);
+		json_object_set_new(o, "held_connections", json_integer(held));
+		return respond_json(q->conn, 200, o);
+	}
 	if (get && !strcmp(url, "/debug/executions"))
 		return respond_json(q->conn, 200, chain_debug_executions());
 	if (get && !strcmp(url, "/debug/faults"))

@@ -50,7 +50,7 @@ static void parse_args(const struct xdr_tx *xtx, const struct xdr_invoke *inv,
 	if (a[i].type != SCV_I128 || a[i + 1].type != SCV_BYTES || a[i + 1].v.bytes.len != 32)
 		return;
 	c->amount = (__int128)(((unsigned __int128)(uint64_t)a[i].v.i128.hi << 64) |
-				     (unsigned __int128)a[i].v.i128.lo);
+			       (unsigned __int128)a[i].v.i128.lo);
 	memcpy(c->op_ref, a[i + 1].v.bytes.p, 32);
 	c->fn = fns[k].fn;
 }
