@@ -9,6 +9,11 @@
 #ifndef OUTBOX_OPS_CTL_H
 #define OUTBOX_OPS_CTL_H
 
+#include "common/shm/segment.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
 struct ctl_command {
 	const char *name;
 	int (*run)(int argc, char **argv);
@@ -18,7 +23,6 @@ struct ctl_command {
 int ctl_version(int argc, char **argv);
 int ctl_migrate(int argc, char **argv);
 int ctl_tx(int argc, char **argv);
-int ctl_tx(int argc, char **argv);
 int ctl_stats(int argc, char **argv);
 int ctl_fee(int argc, char **argv);
 
@@ -27,9 +31,6 @@ int ctl_fee(int argc, char **argv);
  * (default $OUTBOX_INSTANCE, then "default") and attach that instance's
  * segment read-only. Returns 0, or the exit code after printing one line.
  */
-#include "common/shm/segment.h"
-#include <jansson.h>
-#include <stdbool.h>
 struct ctl_shm_opts {
 	bool json;
 	char instance[SHM_INSTANCE_MAX + 1];

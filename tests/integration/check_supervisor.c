@@ -181,6 +181,35 @@ START_TEST(test_supervisor_backoff_and_crash_loop)
 }
 END_TEST
 
+START_TEST(test_supervisor_drain_timeout_kills_stragglers)
+{
+	static const char *env[] = {"OUTBOX_DRAIN_TIMEOUT_MS=700", NULL};
+	uint64_t t0, took;
+	json_t *s;
+	long long pid;
+	int status = 0;
+
+	ph_start_outboxd(&h, env);
+	s = ph_wait_all_running(&h, 5, 5000);
+	pid = ph_int(ph_proc(s, "worker", 1), "pid");
+	json_decref(s);
+	/* worker 1 cannot drain; the oracle waits for the workers, so both get SIGKILL */
+	ck_assert_int_eq(kill((pid_t)pid, SIGSTOP), 0);
+	t0 = ph_now_ms();
+	ck_assert_int_eq(kill(h.sup_pid, SIGINT), 0);
+	ck_assert(ph_wait_exit(h.sup_pid, 10000, &status));
+	took = ph_now_ms() - t0;
+	ck_assert_msg(took >= 650 && took < 5000, "drain took %llu ms", (unsigned long long)took);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	ck_assert(ph_log_contains(&h, "draining: SIGINT"));
+	ck_assert(ph_log_contains(&h, "drain timeout: killing 2 children still running"));
+	ck_assert(!ph_group_alive(h.sup_pid));
+	ck_assert(!ph_segment_exists(&h, NULL));
+	h.sup_pid = 0;
+}
+END_TEST
+
 START_TEST(test_supervisor_second_instance_refused)
 {
 	int status = 0;
@@ -389,6 +418,7 @@ static Suite *supervisor_suite(void)
 	tcase_add_test(tc, test_supervisor_kill_each_in_a_loop);
 	tcase_add_test(tc, test_supervisor_watchdog_kills_silent_child);
 	tcase_add_test(tc, test_supervisor_backoff_and_crash_loop);
+	tcase_add_test(tc, test_supervisor_drain_timeout_kills_stragglers);
 	tcase_add_test(tc, test_supervisor_second_instance_refused);
 	tcase_add_test(tc, test_supervisor_stale_segment_replaced);
 	tcase_add_test(tc, test_supervisor_children_die_with_it);
