@@ -8,6 +8,7 @@
  * the result XDR, queue rules, surge pricing, fee stats, the vault model and
  * every fault knob. The SDK-built transaction case lives in tests/sim/.
  */
+#include "common/stellar/rpc.h"
 #include "common/stellar/sign.h"
 #include "common/stellar/strkey.h"
 #include "common/stellar/txbuild.h"
@@ -1524,6 +1525,127 @@ START_TEST(test_debug_accounts_and_vault_flag)
 }
 END_TEST
 
+/* outboxd's own RPC client (common/stellar/rpc.h) parses every answer. */
+static int call(struct rpc_client *c, struct rpc_request *rq, struct rpc_result *out)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	int rc = rpc_call_blocking(c, rq, out, &err);
+
+	ck_assert_msg(rc == 0, "%s: %s", rpc_method_name(rq->method), err.msg);
+	return rc;
+}
+
+START_TEST(test_outboxd_rpc_client)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct rpc_config cfg = {0};
+	struct rpc_client *c;
+	struct rpc_request rq;
+	struct rpc_result r;
+	struct acct a;
+	struct built t;
+	char url[64], hex[65];
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", sim_port);
+	cfg.url = url;
+	c = rpc_client_new(&cfg, &err);
+	ck_assert_msg(c != NULL, "%s", err.msg);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	for (int m = 0; m < RPC_METHOD_COUNT; m++) {
+		memset(&rq, 0, sizeof(rq));
+		rq.method = (enum rpc_method)m;
+		memcpy(rq.account, a.kp.pk, 32);
+		rq.transaction = t.b64;
+		for (int i = 0; i < 32; i++)
+			sprintf(hex + 2 * i, "%02x", t.hash[i]);
+		rq.hash = hex;
+		rq.start_ledger = 100;
+		call(c, &rq, &r);
+		switch (rq.method) {
+		case RPC_GET_HEALTH:
+			ck_assert_str_eq(r.u.health.status, "healthy");
+			ck_assert_int_ge(r.u.health.latest_ledger_close_time, 0);
+			break;
+		case RPC_GET_NETWORK:
+			ck_assert_str_eq(r.u.network.passphrase, PASSPHRASE);
+			break;
+		case RPC_GET_LATEST_LEDGER:
+			ck_assert_int_eq(r.u.latest_ledger.sequence, 100);
+			ck_assert_ptr_nonnull(r.u.latest_ledger.header_xdr);
+			break;
+		case RPC_GET_FEE_STATS:
+			ck_assert_int_eq(r.u.fee_stats.soroban.ledger_count, 0);
+			break;
+		case RPC_GET_ACCOUNT:
+			ck_assert(r.u.account.found);
+			ck_assert_int_eq(r.u.account.seq_num, a.seq);
+			ck_assert_int_eq(r.u.account.balance, 1000000000);
+			break;
+		case RPC_SIMULATE_TRANSACTION:
+			ck_assert_ptr_null(r.u.simulate.error);
+			ck_assert_int_eq(r.u.simulate.n_auth, 1);
+			ck_assert_int_eq(r.u.simulate.min_resource_fee, t.resource_fee);
+			break;
+		case RPC_SEND_TRANSACTION:
+			ck_assert_int_eq(r.u.send.status, RPC_SEND_PENDING);
+			ck_assert_str_eq(r.u.send.hash, hex);
+			close_ledgers(1);
+			break;
+		case RPC_GET_TRANSACTION:
+			ck_assert_int_eq(r.u.get_tx.status, RPC_TX_SUCCESS);
+			ck_assert_int_eq(r.u.get_tx.ledger, 101);
+			ck_assert_int_gt(r.u.get_tx.created_at, 0);
+			break;
+		case RPC_GET_TRANSACTIONS:
+			ck_assert_int_eq(r.u.get_txs.n_txs, 1);
+			ck_assert_str_eq(r.u.get_txs.txs[0].tx_hash, hex);
+			ck_assert_int_gt(strlen(r.u.get_txs.cursor), 0);
+			break;
+		default:
+			break;
+		}
+		rpc_result_release(&r);
+	}
+	rpc_client_free(c);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_expiry_proves_dead)
+{
+	struct acct a;
+	struct built t;
+	uint64_t max_time = (uint64_t)time(NULL) + 15;
+	json_t *r, *st;
+
+	/* a long queue timeout, so only the time bound can end the tx */
+	sim_start("--ledger-ms", HOUR_MS, "--ledger-capacity", "1", "--queue-ledgers", "100", NULL);
+	acct_new(&a, 1000000000);
+	set_faults("{\"background_fee_load\": 1}");
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT, .max_time = max_time}, &t, NULL);
+	expect_status(t.b64, "PENDING");
+	close_ledgers(20); /* close times step at least 1 s per ledger */
+	r = get_tx(t.hash);
+	ck_assert_str_eq(jstr(r, "status"), "NOT_FOUND");
+	ck_assert_int_gt(atoll(jstr(r, "latestLedgerCloseTime")), (long long)max_time);
+	json_decref(r);
+	st = http_json("/debug/state", NULL);
+	ck_assert_int_eq(jint(st, "queue_size"), 0);
+	json_decref(st);
+	/* the expired hash is banned for a while, then simply too late */
+	expect_status(t.b64, "TRY_AGAIN_LATER");
+	close_ledgers(10);
+	set_faults("{}");
+	ck_assert_int_eq(expect_error(t.b64).code, TX_TOO_LATE);
+	ck_assert_int_eq(max_pending(&a), 1);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1551,6 +1673,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_retention_window);
 	tcase_add_test(tc, test_vault_rebalance_and_referral);
 	tcase_add_test(tc, test_debug_accounts_and_vault_flag);
+	tcase_add_test(tc, test_outboxd_rpc_client);
+	tcase_add_test(tc, test_expiry_proves_dead);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,8 @@
  *  1. the close time is max(wall clock, previous + 1): close times strictly
  *     increase, as on the real network;
  *  2. queued transactions that can no longer be valid (past maxTime or
- *     maxLedger, or a consumed sequence number) leave the queue; the rest
+ *     maxLedger, or a consumed sequence number) leave the queue and are
+ *     banned like stellar-core's post-ledger revalidation does; the rest
  *     that are valid now are candidates, plus --background fee load;
  *  3. candidates are ranked by inclusion bid per operation (ties broken by a
  *     seeded random draw); at most --ledger-capacity are included; when
@@ -98,7 +99,10 @@ static struct cand *collect(uint32_t seq, uint64_t t, size_t *n_out)
 		struct sim_tx *tx = g_chain.queue[i];
 
 		if (dead(tx, seq, t)) {
+			/* core re-validates its queue after each ledger and bans
+			 * what became invalid */
 			queue_remove_at(i);
+			ban_add(tx->hash);
 			inflight_drop(tx);
 			sim_tx_free(tx);
 			continue;
