@@ -482,6 +482,20 @@ function directionB() {
 		stats.ops += B.expect.operations.length;
 		stats.args += B.expect.operations.reduce((n, o) => n + (o.args ? o.args.length : 0), 0);
 	}
+	/* The same envelope through stdin with the passphrase from the environment,
+	 * and without any passphrase (hash omitted, said so). */
+	const B = buildWithSdk();
+	const viaEnv = spawnSync(CTL, ['tx', 'decode'], {
+		input: '\n ' + B.b64 + '\n', encoding: 'utf8',
+		env: { ...process.env, STELLAR_NETWORK_PASSPHRASE: PASS_B },
+	});
+	assert.strictEqual(viaEnv.status, 0, 'stdin decode: ' + viaEnv.stderr);
+	checkFromSdk(B, JSON.parse(viaEnv.stdout));
+	const env2 = { ...process.env };
+	delete env2.STELLAR_NETWORK_PASSPHRASE;
+	const noPass = JSON.parse(execFileSync(CTL, ['tx', 'decode', B.b64], { encoding: 'utf8', env: env2 }));
+	assert.strictEqual(noPass.hash, null, 'hash without passphrase');
+	assert.match(noPass.hash_omitted, /passphrase/, 'hash_omitted');
 	/* Bad input gets exit 1 and one line. */
 	const r = spawnSync(CTL, ['tx', 'decode', 'AAAA'], { encoding: 'utf8' });
 	assert.strictEqual(r.status, 1, 'bad input exit status');
