@@ -17,7 +17,9 @@
  * Capacities are fixed and documented below; the decoder rejects input that
  * exceeds them (no allocation, ever). Decoded structs hold views into the
  * decode input (see xdr_buf.h): keep that buffer alive while you use them.
- * Structs are plain values: copying one keeps its views valid.
+ * Structs are plain values: copying one keeps its views valid. A struct
+ * xdr_envelope is about 24 KiB (the fixed arrays): keep it static or on the
+ * heap in deep call chains and event-loop threads.
  *
  * Building: zero a struct (or use the txbuild.h helpers), fill the fields,
  * point views at your own memory, and call the encoder.
