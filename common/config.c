@@ -5,6 +5,7 @@
  */
 #include "common/config.h"
 
+#include "common/feemath.h"
 #include "common/stellar/strkey.h"
 
 #include <ctype.h>
@@ -65,7 +66,7 @@ static const struct var vars[] = {
 	{"OUTBOX_SUBMITTED_TIMEOUT_MS", V_INT, VF_RELOAD, F(submitted_timeout_ms), "30000", 1000, MS_DAY,
 	 "time in SUBMITTED before a fee bump, in ms"},
 	{"OUTBOX_FEE_BUMP_MULTIPLIER", V_MULT, VF_RELOAD, F(fee_bump_multiplier), "2.0", 0, 0,
-	 "fee multiplier per bump, compounding (1.0 < x <= 100)"},
+	 "fee multiplier per bump, compounding"},
 	{"OUTBOX_FEE_BUMP_MAX_ATTEMPTS", V_INT, VF_RELOAD, F(fee_bump_max_attempts), "3", 0, 20,
 	 "fee bumps per op at most"},
 	{"OUTBOX_MAX_ABS_FEE", V_INT, VF_RELOAD, F(max_abs_fee), "10000000", 100, 1000000000000LL,
@@ -218,7 +219,7 @@ static void describe(const struct var *v, char *buf, size_t cap)
 			 (long long)v->max);
 		break;
 	case V_MULT:
-		snprintf(buf, cap, "a number x with 1.0 < x <= 100");
+		snprintf(buf, cap, "a number x with 1.0 < x <= 100, at most 3 decimals");
 		break;
 	case V_STR:
 	case V_SECRET:
@@ -294,16 +295,13 @@ static int parse_one(const struct var *v, struct outbox_config *cfg, const char 
 		*(int64_t *)field = i;
 		return 0;
 	case V_MULT: {
-		char *end;
-		double d;
+		/* feemath's parser: exactly what the bump arithmetic computes with */
+		uint32_t milli;
 
-		if (!*val || !(isdigit((unsigned char)*val)))
+		if (fee_multiplier_parse(val, &milli))
 			return bad_value(v, val, NULL, err);
-		errno = 0;
-		d = strtod(val, &end);
-		if (errno || *end || !isfinite(d) || !(d > 1.0) || d > 100.0)
-			return bad_value(v, val, NULL, err);
-		*(double *)field = d;
+		cfg->fee_bump_multiplier_milli = milli;
+		*(double *)field = (double)milli / FEE_MULT_SCALE;
 		return 0;
 	}
 	case V_STR:

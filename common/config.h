@@ -43,19 +43,20 @@
 
 struct outbox_config {
 	/* Dispatch policy (reloadable). */
-	int64_t dispatch_interval_ms;      /* OUTBOX_DISPATCH_INTERVAL_MS */
-	int64_t max_attempts;              /* OUTBOX_MAX_ATTEMPTS */
-	int64_t backoff_base_ms;           /* OUTBOX_BACKOFF_BASE_MS */
-	int64_t backoff_max_ms;            /* OUTBOX_BACKOFF_MAX_MS */
-	int64_t submitted_timeout_ms;      /* OUTBOX_SUBMITTED_TIMEOUT_MS */
-	double fee_bump_multiplier;        /* OUTBOX_FEE_BUMP_MULTIPLIER */
-	int64_t fee_bump_max_attempts;     /* OUTBOX_FEE_BUMP_MAX_ATTEMPTS */
-	int64_t max_abs_fee;               /* OUTBOX_MAX_ABS_FEE, stroops */
-	int64_t low_defer_ms;              /* OUTBOX_LOW_DEFER_MS */
-	int64_t low_max_defer_ms;          /* OUTBOX_LOW_MAX_DEFER_MS */
-	int64_t global_max_in_flight;      /* OUTBOX_GLOBAL_MAX_IN_FLIGHT */
-	int64_t per_account_max_in_flight; /* OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT */
-	int64_t batch_size;                /* OUTBOX_BATCH_SIZE */
+	int64_t dispatch_interval_ms;       /* OUTBOX_DISPATCH_INTERVAL_MS */
+	int64_t max_attempts;               /* OUTBOX_MAX_ATTEMPTS */
+	int64_t backoff_base_ms;            /* OUTBOX_BACKOFF_BASE_MS */
+	int64_t backoff_max_ms;             /* OUTBOX_BACKOFF_MAX_MS */
+	int64_t submitted_timeout_ms;       /* OUTBOX_SUBMITTED_TIMEOUT_MS */
+	double fee_bump_multiplier;         /* OUTBOX_FEE_BUMP_MULTIPLIER */
+	uint32_t fee_bump_multiplier_milli; /* the same in thousandths (common/feemath.h) */
+	int64_t fee_bump_max_attempts;      /* OUTBOX_FEE_BUMP_MAX_ATTEMPTS */
+	int64_t max_abs_fee;                /* OUTBOX_MAX_ABS_FEE, stroops */
+	int64_t low_defer_ms;               /* OUTBOX_LOW_DEFER_MS */
+	int64_t low_max_defer_ms;           /* OUTBOX_LOW_MAX_DEFER_MS */
+	int64_t global_max_in_flight;       /* OUTBOX_GLOBAL_MAX_IN_FLIGHT */
+	int64_t per_account_max_in_flight;  /* OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT */
+	int64_t batch_size;                 /* OUTBOX_BATCH_SIZE */
 
 	/* Fee oracle (reloadable). */
 	int64_t fee_oracle_poll_ms;          /* FEE_ORACLE_POLL_MS */

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -41,6 +42,25 @@ static int arm_poll_timer(struct oracle *o)
 	};
 
 	return timerfd_settime(o->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+/*
+ * scheme://host[:port] of url, for logs: RPC providers often put an API key
+ * in the path or the userinfo, and logs never carry secrets.
+ */
+static const char *rpc_origin(const char *url)
+{
+	static char buf[256];
+	const char *sep = strstr(url, "://");
+	const char *host = sep ? sep + 3 : url;
+	const char *end = host + strcspn(host, "/?#");
+	const char *at = memchr(host, '@', (size_t)(end - host));
+	int scheme_len = sep ? (int)(sep + 3 - url) : 0;
+
+	if (at)
+		host = at + 1; /* drop user:password@ */
+	snprintf(buf, sizeof(buf), "%.*s%.*s", scheme_len, url, (int)(end - host), host);
+	return buf;
 }
 
 static struct rpc_client *rpc_open(const struct outbox_config *c)
@@ -138,9 +158,9 @@ int oracle_main(struct child_ctx *ctx)
 		return 1;
 	}
 	proc_slot_running(o.slot);
-	log_info("running rpc=%s poll=%lldms ttl=%lldms dwell=%lldms", ctx->cfg->rpc_url,
-		 (long long)ctx->cfg->fee_oracle_poll_ms, (long long)ctx->cfg->fee_oracle_ttl_ms,
-		 (long long)ctx->cfg->fee_oracle_dwell_ms);
+	log_info("running rpc=%s poll=%lldms ttl=%lldms dwell=%lldms",
+		 rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
+		 (long long)ctx->cfg->fee_oracle_ttl_ms, (long long)ctx->cfg->fee_oracle_dwell_ms);
 
 	while (!o.draining) {
 		int timeout = rpc_client_timeout_ms(o.rpc), n;

@@ -63,6 +63,7 @@ START_TEST(test_config_defaults)
 	ck_assert_int_eq(c.backoff_max_ms, 60000);
 	ck_assert_int_eq(c.submitted_timeout_ms, 30000);
 	ck_assert(c.fee_bump_multiplier == 2.0);
+	ck_assert_uint_eq(c.fee_bump_multiplier_milli, 2000);
 	ck_assert_int_eq(c.fee_bump_max_attempts, 3);
 	ck_assert_int_eq(c.max_abs_fee, 10000000);
 	ck_assert_int_eq(c.low_defer_ms, 30000);
@@ -111,6 +112,8 @@ static const struct bad {
 	{"OUTBOX_FEE_BUMP_MULTIPLIER", "100.5", "a number x with 1.0 < x <= 100"},
 	{"OUTBOX_FEE_BUMP_MULTIPLIER", "2x", "a number x with 1.0 < x <= 100"},
 	{"OUTBOX_FEE_BUMP_MULTIPLIER", "nan", "a number x with 1.0 < x <= 100"},
+	{"OUTBOX_FEE_BUMP_MULTIPLIER", "1.2345", "at most 3 decimals"},
+	{"OUTBOX_FEE_BUMP_MULTIPLIER", "1e1", "a number x with 1.0 < x <= 100"},
 	{"OUTBOX_FEE_BUMP_MAX_ATTEMPTS", "21", "an integer in 0..20"},
 	{"OUTBOX_MAX_ABS_FEE", "99", "an integer in 100..1000000000000"},
 	{"OUTBOX_LOW_DEFER_MS", "1e3", "an integer in 0..86400000"},
@@ -309,6 +312,7 @@ START_TEST(test_config_good_values)
 
 	kv_required(&kv);
 	kv_add(&kv, "OUTBOX_FEE_BUMP_MULTIPLIER", "1.5");
+	kv_add(&kv, "OUTBOX_FEE_BUMP_MULTIPLIER", "1.500");
 	kv_add(&kv, "OUTBOX_INSTANCE", "blue_2-a");
 	kv_add(&kv, "OUTBOX_KAFKA_BROKERS", "k1:9092,k2:9093,[::1]:9094");
 	kv_add(&kv, "OUTBOX_LOG_FORMAT", "json");
@@ -317,6 +321,7 @@ START_TEST(test_config_good_values)
 	kv_add(&kv, "OUTBOX_WORKERS", "64");
 	ck_assert_int_eq(config_load(&c, kv_lookup, &kv, 0, &err), 0);
 	ck_assert(c.fee_bump_multiplier == 1.5);
+	ck_assert_uint_eq(c.fee_bump_multiplier_milli, 1500);
 	ck_assert_str_eq(c.instance, "blue_2-a");
 	ck_assert_int_eq(c.log_format, LOG_FMT_JSON);
 	ck_assert_int_eq(c.log_level, LOG_LVL_DEBUG);
