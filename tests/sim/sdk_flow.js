@@ -80,7 +80,7 @@ function resultCode(b64) {
 }
 
 async function main() {
-	const bin = path.join(process.argv[2], 'stellar-sim');
+	const bin = path.resolve(process.argv[2] || 'build', 'stellar-sim');
 	child = spawn(bin, ['--listen', '127.0.0.1:0', '--passphrase', PASS, '--ledger-ms', '3600000', '--debug'],
 		{ stdio: ['ignore', 'pipe', 'inherit'] });
 	const line = await new Promise((res, rej) => {

@@ -15,6 +15,7 @@
 
 #include <microhttpd.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +325,21 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/*
+ * libmicrohttpd's messages, to our log; "internal error" is how it reports
+ * the unanswered close of a held connection, which is the point of it.
+ */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	if (strstr(msg, "Application reported internal error"))
+		return;
+	log_warn("microhttpd: %s", msg);
+}
+
 int http_start(const struct sim_config *config, unsigned *port)
 {
 	struct sockaddr_in sa;
@@ -341,10 +357,11 @@ int http_start(const struct sim_config *config, unsigned *port)
 		return -1;
 	daemon_ = MHD_start_daemon(
 		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
-		NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE,
-		cfg->threads, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, 4000, MHD_OPTION_CONNECTION_TIMEOUT, 120,
-		MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, MHD_OPTION_END);
+		NULL, NULL, handler, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_LIMIT, 4000,
+		MHD_OPTION_CONNECTION_TIMEOUT, 120, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024,
+		MHD_OPTION_END);
 	if (!daemon_) {
 		log_err("cannot listen on %s:%u", cfg->listen_host, cfg->port);
 		return -1;

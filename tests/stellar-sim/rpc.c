@@ -9,6 +9,7 @@
 #include "tests/stellar-sim/envelope.h"
 #include "tests/stellar-sim/xdrenc.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,26 +48,6 @@ static json_t *get_network(json_t *p, struct rpc_fail *e)
 {
 	return json_pack("{s:s,s:i}", "passphrase", chain_config()->passphrase, "protocolVersion",
 			 SIM_PROTOCOL_VERSION);
-}
-
-static json_t *no_params(json_t *(*fn)(void), json_t *p, struct rpc_fail *e)
-{
-	return fn();
-}
-
-static json_t *get_health(json_t *p, struct rpc_fail *e)
-{
-	return no_params(chain_health, p, e);
-}
-
-static json_t *get_latest_ledger(json_t *p, struct rpc_fail *e)
-{
-	return no_params(chain_latest_ledger, p, e);
-}
-
-static json_t *get_fee_stats(json_t *p, struct rpc_fail *e)
-{
-	return no_params(chain_fee_stats, p, e);
 }
 
 static const char *envelope_param(json_t *p, size_t *len, struct rpc_fail *e)
@@ -167,11 +148,13 @@ static json_t *get_transactions(json_t *p, struct rpc_fail *e)
 		if (start)
 			return fail(e, -32602, "startLedger and cursor cannot both be set");
 		if (!json_is_string(cur) || !json_string_length(cur) ||
-		    json_string_length(cur) > 20)
+		    json_string_length(cur) > 20 ||
+		    strspn(json_string_value(cur), "0123456789") != json_string_length(cur))
 			return fail(e, -32602, "cursor: expected a decimal string");
+		errno = 0;
 		cursor = strtoull(json_string_value(cur), &end, 10);
-		if (*end)
-			return fail(e, -32602, "cursor: expected a decimal string");
+		if (errno)
+			return fail(e, -32602, "cursor: out of range");
 	} else if (!start) {
 		return fail(e, -32602, "startLedger must be positive");
 	}
@@ -186,8 +169,7 @@ static json_t *get_transactions(json_t *p, struct rpc_fail *e)
 }
 
 /* One LedgerKey: an account yields an entry; other types are not stored here. */
-static int ledger_entry(const char *b64, size_t len, json_t *entries, uint32_t latest,
-			struct rpc_fail *e)
+static int ledger_entry(const char *b64, size_t len, json_t *entries, struct rpc_fail *e)
 {
 	uint8_t raw[256], key[32];
 	size_t n;
@@ -216,7 +198,6 @@ static int ledger_entry(const char *b64, size_t len, json_t *entries, uint32_t l
 						 "lastModifiedLedgerSeq", (json_int_t)lm, "extXdr",
 						 "AAAAAA=="));
 	free(xdr);
-	(void)latest;
 	return 0;
 }
 
@@ -235,8 +216,8 @@ static json_t *get_ledger_entries(json_t *p, struct rpc_fail *e)
 	entries = json_array();
 	json_array_foreach(keys, i, k)
 	{
-		if (!json_is_string(k) || ledger_entry(json_string_value(k), json_string_length(k),
-						       entries, latest, e) < 0) {
+		if (!json_is_string(k) ||
+		    ledger_entry(json_string_value(k), json_string_length(k), entries, e) < 0) {
 			if (!e->code)
 				fail(e, -32602, "keys: expected base64 strings");
 			json_decref(entries);
@@ -263,13 +244,13 @@ json_t *rpc_handle(json_t *req, const struct rpc_faults *f)
 	if (!p)
 		p = owned = json_object();
 	if (!strcmp(m, "getHealth"))
-		res = get_health(p, &e);
+		res = chain_health();
 	else if (!strcmp(m, "getNetwork"))
 		res = get_network(p, &e);
 	else if (!strcmp(m, "getLatestLedger"))
-		res = get_latest_ledger(p, &e);
+		res = chain_latest_ledger();
 	else if (!strcmp(m, "getFeeStats"))
-		res = get_fee_stats(p, &e);
+		res = chain_fee_stats();
 	else if (!strcmp(m, "getLedgerEntries"))
 		res = get_ledger_entries(p, &e);
 	else if (!strcmp(m, "simulateTransaction"))
