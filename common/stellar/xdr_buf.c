@@ -330,14 +330,27 @@ size_t xdr_b64_decoded_max(size_t slen)
 	return slen / 4 * 3 + 3;
 }
 
+static bool b64_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '+' || c == '/';
+}
+
 int xdr_b64_decode(const char *s, size_t slen, uint8_t *out, size_t cap, size_t *outlen,
 		   const char *field, struct outbox_error *err)
 {
 	const char *end = NULL;
+	size_t pad;
 
 	if (slen == 0 || slen % 4)
 		return outbox_error_set(err, OUTBOX_EPROTO, field,
 					"base64 of %zu characters is not a multiple of 4", slen);
+	/* Our own alphabet check first: libsodium 1.0.18 maps some bytes >= 0x80 onto '/'. */
+	pad = s[slen - 1] == '=' ? (s[slen - 2] == '=' ? 2 : 1) : 0;
+	for (size_t i = 0; i < slen - pad; i++)
+		if (!b64_char(s[i]))
+			return outbox_error_set(err, OUTBOX_EPROTO, field,
+						"invalid base64 at character %zu", i);
 	if (sodium_base642bin(out, cap, s, slen, NULL, outlen, &end,
 			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
 	    end != s + slen) {

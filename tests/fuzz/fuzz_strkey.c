@@ -1,8 +1,9 @@
 /*
- * fuzz_strkey.c - libFuzzer target for the StrKey decoder (every kind) and
- * the i128 decimal parser. Properties: anything a decoder accepts re-encodes
- * to exactly the input (strict, canonical), every refusal has a message, and
- * an accepted i128 formats back to the same text.
+ * fuzz_strkey.c - libFuzzer target for the text decoders: StrKey (every
+ * kind), the i128 decimal parser and strict base64. Properties: anything a
+ * decoder accepts re-encodes to exactly the input (strict, canonical), every
+ * StrKey refusal has a message, and an accepted i128 formats back to the
+ * same text.
  */
 #include "common/stellar/strkey.h"
 #include "common/stellar/xdr.h"
@@ -42,6 +43,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			xdr_i128_format(hi, lo, dec);
 			if (strcmp(dec, text) != 0)
 				abort();
+		}
+	}
+	{
+		uint8_t out[512];
+		size_t n = 0;
+		if (size <= 680 && xdr_b64_decode((const char *)data, size, out, sizeof(out), &n,
+						  "b", NULL) == 0) {
+			char *again = xdr_b64_encode(out, n);
+			if (!again || strlen(again) != size || memcmp(again, data, size) != 0)
+				abort();
+			free(again);
 		}
 	}
 	return 0;

@@ -500,6 +500,11 @@ START_TEST(test_base64_strict)
 	ck_assert_int_ne(xdr_b64_decode("AAAA AA=", 8, out, sizeof(out), &n, "x", NULL), 0);
 	ck_assert_int_ne(xdr_b64_decode("AAAA-_==", 8, out, sizeof(out), &n, "x", NULL), 0);
 	ck_assert_int_ne(xdr_b64_decode("", 0, out, sizeof(out), &n, "x", NULL), 0);
+	ck_assert_int_ne(xdr_b64_decode("AA=A", 4, out, sizeof(out), &n, "x", NULL), 0);
+	ck_assert_int_ne(xdr_b64_decode("A===", 4, out, sizeof(out), &n, "x", NULL), 0);
+	/* libsodium alone takes some bytes >= 0x80 for '/' (found by fuzz_strkey) */
+	ck_assert_int_ne(xdr_b64_decode("AAA\xb7", 4, out, sizeof(out), &n, "x", NULL), 0);
+	ck_assert_int_eq(xdr_b64_decode("AAA/", 4, out, sizeof(out), &n, "x", NULL), 0);
 	ck_assert_int_ne(xdr_b64_decode("AAAAAAAAAAAAAAAAAAAAAAAA", 24, out, 4, &n, "x", NULL), 0);
 }
 END_TEST
