@@ -761,6 +761,22 @@ START_TEST(test_rejections)
 		ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
 		ck_assert_int_eq(expect_error(s).code, TX_SOROBAN_INVALID);
 		free(s);
+		/* simulate refuses it as well */
+		{
+			char params[8192];
+			json_t *r;
+
+			env.n_sigs = 0;
+			env.tx.has_soroban = false;
+			env.tx.ops[0].body.invoke.n_auth = 0;
+			env.tx.ops[0].body.invoke.auth.len = 0;
+			ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
+			snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", s);
+			r = rpc("simulateTransaction", params);
+			ck_assert_ptr_nonnull(strstr(jstr(r, "error"), "memo"));
+			json_decref(r);
+			free(s);
+		}
 		free(raw);
 	}
 	free(t.b64);

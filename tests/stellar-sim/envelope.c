@@ -62,11 +62,13 @@ static int32_t static_rules(const struct xdr_tx *t, bool inner_of_bump)
 	if (t->n_ops == 0)
 		return TX_MISSING_OPERATION;
 	if (is_invoke(t)) {
-		if (t->n_ops != 1 || !t->has_soroban)
+		if (t->n_ops != 1)
 			return TX_MALFORMED;
 		if (t->memo.type != MEMO_NONE || t->source.type != KEY_TYPE_ED25519 ||
 		    (t->ops[0].has_source && t->ops[0].source.type != KEY_TYPE_ED25519))
 			return TX_SOROBAN_INVALID;
+		if (!t->has_soroban)
+			return TX_MALFORMED;
 		if (t->soroban.resource_fee < 0 ||
 		    (!inner_of_bump && t->soroban.resource_fee > (int64_t)t->fee))
 			return TX_SOROBAN_INVALID;
