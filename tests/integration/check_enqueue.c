@@ -5,6 +5,7 @@
  * with the field named and nothing written, vshard identical in C and SQL.
  */
 #include <check.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,6 +402,83 @@ START_TEST(test_enqueue_uses_deployment_vshards)
 }
 END_TEST
 
+/*
+ * Wait up to ms for one outbox_wake notification on l; returns its payload
+ * as an integer, or -1 when none came.
+ */
+static int wait_wake(PGconn *l, int ms)
+{
+	struct pollfd p = {PQsocket(l), POLLIN, 0};
+	PGnotify *n;
+	int v;
+
+	for (;;) {
+		ck_assert_int_eq(PQconsumeInput(l), 1);
+		if ((n = PQnotifies(l))) {
+			ck_assert_str_eq(n->relname, "outbox_wake");
+			v = atoi(n->extra);
+			PQfreemem(n);
+			return v;
+		}
+		/* Any traffic restarts the wait; a listener gets only notifications. */
+		if (poll(&p, 1, ms) <= 0)
+			return -1;
+	}
+}
+
+/* schema/0003_wakeup.sql: CRITICAL work notifies outbox_wake at commit. */
+START_TEST(test_wakeup_for_critical_work)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct outbox_enqueued out;
+	PGconn *c = pgtest_connect(&db);
+	PGconn *l = pgtest_connect(&db);
+	int shard = outbox_vshard_of(G1, strlen(G1), 64);
+
+	ck_assert_int_ne(shard, outbox_vshard_of(G3, strlen(G3), 64));
+	pgtest_exec(l, "LISTEN outbox_wake");
+
+	pgtest_exec(c, "BEGIN");
+	ck_assert_int_eq(enq(c, "WITHDRAW", "u1", "w1", G1, PAY(G2, "1"), NULL, &out, &err), 0);
+	ck_assert_int_eq(wait_wake(l, 300), -1); /* nothing before COMMIT */
+	pgtest_exec(c, "COMMIT");
+	ck_assert_int_eq(wait_wake(l, 5000), shard);
+
+	/* An idempotent repeat creates nothing and wakes no one. */
+	ck_assert_int_eq(enq(c, "WITHDRAW", "u1", "w1", G1, PAY(G2, "1"), NULL, &out, &err), 0);
+	ck_assert(!out.created);
+	/* NORMAL and LOW work is left to the sweep. */
+	ck_assert_int_eq(enq(c, "DEPOSIT", "u1", "d1", G1, PAY(G2, "1"), NULL, &out, &err), 0);
+	ck_assert_int_eq(
+		enq(c, "REBALANCE", "u1", "b1", G1, "{\"amount\": \"1\"}", NULL, &out, &err), 0);
+	ck_assert_int_eq(wait_wake(l, 500), -1);
+	/* Priority decides, not kind; the payload is the op's own vshard. */
+	ck_assert_int_eq(enq(c, "DEPOSIT", "u1", "d2", G3, PAY(G2, "1"), "CRITICAL", &out, &err),
+			 0);
+	ck_assert_int_eq(wait_wake(l, 5000), outbox_vshard_of(G3, strlen(G3), 64));
+
+	/* A rolled-back enqueue wakes no one. */
+	pgtest_exec(c, "BEGIN");
+	ck_assert_int_eq(enq(c, "WITHDRAW", "u1", "w2", G1, PAY(G2, "1"), NULL, &out, &err), 0);
+	pgtest_exec(c, "ROLLBACK");
+	ck_assert_int_eq(wait_wake(l, 500), -1);
+
+	/* A FAILED CRITICAL op retried to PENDING wakes; a backoff requeue does not. */
+	pgtest_exec(c, "UPDATE outbox.ops SET status = 'FAILED' WHERE business_record_id = 'w1'");
+	ck_assert_int_eq(wait_wake(l, 300), -1);
+	pgtest_exec(c, "UPDATE outbox.ops SET status = 'PENDING' WHERE business_record_id = 'w1'");
+	ck_assert_int_eq(wait_wake(l, 5000), shard);
+	pgtest_exec(c,
+		    "UPDATE outbox.ops SET status = 'SUBMITTED' WHERE business_record_id = 'w1'");
+	pgtest_exec(
+		c, "UPDATE outbox.ops SET status = 'PENDING', "
+		   "next_attempt_at = now() + interval '1 minute' WHERE business_record_id = 'w1'");
+	ck_assert_int_eq(wait_wake(l, 500), -1);
+	PQfinish(l);
+	PQfinish(c);
+}
+END_TEST
+
 /* ---- bad input: OUTBOX_EINVAL naming the field, nothing written ---- */
 
 static const struct bad_case {
@@ -566,6 +644,7 @@ int main(void)
 	tcase_add_test(tc, test_enqueue_uses_deployment_vshards);
 	tcase_add_test(tc, test_error_quotes_bounded_value);
 	tcase_add_test(tc, test_sql_error_fields);
+	tcase_add_test(tc, test_wakeup_for_critical_work);
 	suite_add_tcase(s, tc);
 
 	/* One database for all bad inputs: each case proves it wrote nothing. */
