@@ -479,6 +479,84 @@ START_TEST(test_wakeup_for_critical_work)
 }
 END_TEST
 
+/*
+ * Under REPEATABLE READ a racing enqueue of the same key whose row this
+ * snapshot cannot see is a serialization failure (OUTBOX_EDB, SQLSTATE
+ * 40001): the caller retries the transaction, never gets a second op.
+ */
+START_TEST(test_repeatable_read_race_is_retryable)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct outbox_enqueued out;
+	PGconn *a = pgtest_connect(&db);
+	PGconn *b = pgtest_connect(&db);
+
+	pgtest_exec(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+	pgtest_exec(a, "SELECT count(*) FROM outbox.ops"); /* take the snapshot */
+	ck_assert_int_eq(enq(b, "WITHDRAW", "u1", "rr", G1, PAY(G2, "1"), NULL, &out, &err), 0);
+	ck_assert_int_eq(enq(a, "WITHDRAW", "u1", "rr", G1, PAY(G2, "1"), NULL, &out, &err),
+			 OUTBOX_EDB);
+	ck_assert_msg(strstr(err.msg, "40001"), "%s", err.msg);
+	pgtest_exec(a, "ROLLBACK");
+	ck_assert_int_eq(enq(a, "WITHDRAW", "u1", "rr", G1, PAY(G2, "1"), NULL, &out, &err), 0);
+	ck_assert(!out.created);
+	ck_assert_int_eq(count_rows(a), 1000001);
+	PQfinish(b);
+	PQfinish(a);
+}
+END_TEST
+
+static int plan_has(PGconn *c, const char *sql, const char *needle)
+{
+	PGresult *r = PQexec(c, sql);
+	int found = 0;
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+	for (int i = 0; i < PQntuples(r); i++)
+		if (strstr(PQgetvalue(r, i, 0), needle))
+			found = 1;
+	PQclear(r);
+	return found;
+}
+
+/*
+ * The claim query of schema/0001_schema.sql reads ops_claim_idx in order,
+ * index-only, without a sort, behind a backlog; and a CRITICAL op enqueued
+ * after 200 000 NORMAL and LOW ops of the same vshard comes first.
+ */
+START_TEST(test_claim_is_index_only)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct outbox_enqueued out;
+	PGconn *c = pgtest_connect(&db);
+	int shard = outbox_vshard_of(G1, strlen(G1), 64);
+	char claim[512], explain[600];
+
+	pgtest_exec(c, "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id,"
+		       " business_record_id, signer, vshard, payload, created_at, next_attempt_at)"
+		       " SELECT 'DEPOSIT:bulk:' || i, 'DEPOSIT', 1 + i % 2, 'bulk', i::text,"
+		       " '" G1 "', i % 64, '{}', now() - interval '1 hour' + i * interval '1 ms',"
+		       " now() - interval '1 hour' + i * interval '1 ms'"
+		       " FROM generate_series(1, 200000) i");
+	ck_assert_int_eq(enq(c, "WITHDRAW", "u1", "late", G1, PAY(G2, "1"), NULL, &out, &err), 0);
+	pgtest_exec(c, "VACUUM ANALYZE outbox.ops");
+
+	snprintf(claim, sizeof(claim),
+		 "SELECT id FROM outbox.ops WHERE vshard = %d AND status = 'PENDING'"
+		 " AND next_attempt_at <= now() ORDER BY priority, next_attempt_at, created_at"
+		 " LIMIT 10",
+		 shard);
+	snprintf(explain, sizeof(explain),
+		 "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) %s", claim);
+	ck_assert_msg(plan_has(c, explain, "Index Only Scan using ops_claim_idx"),
+		      "not index-only");
+	ck_assert_msg(!plan_has(c, explain, "Sort"), "the claim sorts");
+	ck_assert_msg(plan_has(c, explain, "Heap Fetches: 0"), "the claim visits the heap");
+	ck_assert_int_eq(pgtest_scalar(c, claim), out.id);
+	PQfinish(c);
+}
+END_TEST
+
 /* ---- bad input: OUTBOX_EINVAL naming the field, nothing written ---- */
 
 static const struct bad_case {
@@ -631,7 +709,7 @@ int main(void)
 	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_creates_op_and_event);
 	tcase_add_test(tc, test_default_and_explicit_priorities);
 	tcase_add_test(tc, test_same_key_returns_existing);
@@ -645,6 +723,8 @@ int main(void)
 	tcase_add_test(tc, test_error_quotes_bounded_value);
 	tcase_add_test(tc, test_sql_error_fields);
 	tcase_add_test(tc, test_wakeup_for_critical_work);
+	tcase_add_test(tc, test_repeatable_read_race_is_retryable);
+	tcase_add_test(tc, test_claim_is_index_only);
 	suite_add_tcase(s, tc);
 
 	/* One database for all bad inputs: each case proves it wrote nothing. */
