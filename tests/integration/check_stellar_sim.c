@@ -580,6 +580,17 @@ START_TEST(test_read_methods)
 	r = http_json("/", "{\"id\":1}");
 	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32600);
 	json_decref(r);
+	{
+		/* bodies are bounded (512 KiB) */
+		size_t n = 600 * 1024;
+		char *huge = malloc(n + 1), *out;
+
+		memset(huge, 'a', n);
+		huge[n] = '\0';
+		ck_assert_int_eq(http("/", huge, 10000, &out), 413);
+		free(out);
+		free(huge);
+	}
 	r = http_json("/", "{not json");
 	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32700);
 	json_decref(r);

@@ -361,7 +361,9 @@ int http_start(const struct sim_config *config, unsigned *port)
 		MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_LIMIT, 4000,
 		MHD_OPTION_CONNECTION_TIMEOUT, 120, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024,
-		MHD_OPTION_END);
+		/* MHD clears a connection's pool between requests: keep it small
+		 * (bodies are collected in our own buffer, not in the pool) */
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192, MHD_OPTION_END);
 	if (!daemon_) {
 		log_err("cannot listen on %s:%u", cfg->listen_host, cfg->port);
 		return -1;
