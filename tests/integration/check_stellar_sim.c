@@ -534,6 +534,34 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* simulateTransaction of a vault call: its error text (malloc'd) or NULL. */
+static char *simulate_error(const struct acct *a, enum vault_fn fn, const char *user,
+			    const char *amount)
+{
+	struct txbuild b;
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct txbuild_source src = {a->g, a->seq + 1, 100, 0, (uint64_t)time(NULL) + 300};
+	struct txbuild_vault_call c = {vault, fn, user, amount, "sim", 3};
+	char *b64, params[4096], *e = NULL;
+	json_t *r, *ev;
+
+	txbuild_init(&b);
+	ck_assert_int_eq(txbuild_vault(&b, &src, &c, NULL, &err), 0);
+	ck_assert_int_eq(txbuild_to_b64(&b, &b64), 0);
+	snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
+	r = rpc("simulateTransaction", params);
+	jint(r, "latestLedger");
+	ev = json_object_get(r, "error");
+	if (ev)
+		e = strdup(json_string_value(ev));
+	else
+		jstr(r, "transactionData");
+	json_decref(r);
+	free(b64);
+	txbuild_release(&b);
+	return e;
+}
+
 /* ---------- tests ---------- */
 
 START_TEST(test_read_methods)
@@ -661,9 +689,10 @@ START_TEST(test_help)
 	n = fread(out, 1, sizeof(out) - 1, p);
 	out[n] = '\0';
 	ck_assert_int_eq(pclose(p), 0);
-	for (const char *flag = "--listen\0--passphrase\0--ledger-ms\0--ledger-capacity\0"
-				"--vault-contract\0--debug\0--base-fee\0--queue-ledgers\0"
-				"--ban-ledgers\0--retention-ledgers\0--seed\0";
+	for (const char *flag =
+		     "--listen\0--passphrase\0--ledger-ms\0--ledger-capacity\0"
+		     "--vault-contract\0--debug\0--base-fee\0--queue-ledgers\0--strict-simulate\0"
+		     "--ban-ledgers\0--retention-ledgers\0--seed\0";
 	     *flag; flag += strlen(flag) + 1)
 		ck_assert_msg(strstr(out, flag), "--help lacks %s", flag);
 	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --ledger-ms x 2>/dev/null", dir);
@@ -1073,25 +1102,28 @@ START_TEST(test_withdraw_beyond_balance_fails)
 	ck_assert_int_eq(seq, a.seq + 1);
 	ck_assert_int_eq(bal, 1000000000 - (100 + dep.resource_fee) - d.fee);
 	ck_assert_int_eq(expect_error(wa.b64).code, TX_BAD_SEQ);
-	/* simulate refuses the overdraft up front */
+	/* a withdrawal beyond the balance simulates fine (the model of the
+	 * issue), is included and FAILS on chain */
 	{
-		struct txbuild tb;
-		struct outbox_error err = OUTBOX_ERROR_INIT;
-		struct txbuild_source src = {a.g, a.seq + 2, 100, 0, (uint64_t)time(NULL) + 300};
-		struct txbuild_vault_call c = {vault, VAULT_WITHDRAW, user.g, "101", "k", 1};
-		char *b64, params[4096];
-		json_t *r;
+		struct built w;
+		char *e = simulate_error(&a, VAULT_WITHDRAW, user.g, "101");
 
-		txbuild_init(&tb);
-		ck_assert_int_eq(txbuild_vault(&tb, &src, &c, NULL, &err), 0);
-		ck_assert_int_eq(txbuild_to_b64(&tb, &b64), 0);
-		snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
-		r = rpc("simulateTransaction", params);
-		ck_assert_ptr_nonnull(strstr(jstr(r, "error"), "Error(Contract, #1)"));
-		jint(r, "latestLedger");
-		json_decref(r);
-		free(b64);
-		txbuild_release(&tb);
+		ck_assert_ptr_null(e);
+		a.seq++;
+		build_vault(&a,
+			    &(struct txopt){.fn = VAULT_WITHDRAW, .user = user.g, .amount = "101"},
+			    &w, NULL);
+		expect_status(w.b64, "PENDING");
+		close_ledgers(1);
+		ck_assert_str_eq(tx_status(w.hash), "FAILED");
+		d = tx_result(w.hash);
+		ck_assert_int_eq(d.code, TX_FAILED);
+		ck_assert_int_eq(d.op_code, IHF_TRAPPED);
+		ck_assert_str_eq(balance_of(user.g), "100");
+		ck_assert_int_eq(executions(w.op_ref), 0);
+		ck_assert(ledger_account(&a, &seq, &bal));
+		ck_assert_int_eq(seq, a.seq + 1);
+		free(w.b64);
 	}
 	free(dep.b64);
 	free(wa.b64);
@@ -1457,46 +1489,6 @@ START_TEST(test_vault_rebalance_and_referral)
 		ck_assert_str_eq(balance_of(vault), "300");
 		free(drain.b64);
 	}
-	/* simulate says no to a referral above the reserve */
-	{
-		struct txbuild b;
-		struct outbox_error err = OUTBOX_ERROR_INIT;
-		struct txbuild_source src = {agent.g, agent.seq + 1, 100, 0,
-					     (uint64_t)time(NULL) + 300};
-		struct txbuild_vault_call c = {vault, VAULT_PAY_REFERRAL, ref.g, "501", "r", 1};
-		char *b64, params[4096];
-		json_t *r;
-
-		txbuild_init(&b);
-		ck_assert_int_eq(txbuild_vault(&b, &src, &c, NULL, &err), 0);
-		ck_assert_int_eq(txbuild_to_b64(&b, &b64), 0);
-		snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
-		r = rpc("simulateTransaction", params);
-		ck_assert_ptr_nonnull(strstr(jstr(r, "error"), "Error(Contract, #1)"));
-		json_decref(r);
-		free(b64);
-		txbuild_release(&b);
-	}
-	/* zero amounts are refused by the contract */
-	{
-		struct txbuild b;
-		struct outbox_error err = OUTBOX_ERROR_INIT;
-		struct txbuild_source src = {agent.g, agent.seq + 1, 100, 0,
-					     (uint64_t)time(NULL) + 300};
-		struct txbuild_vault_call c = {vault, VAULT_DEPOSIT, ref.g, "0", "z", 1};
-		char *b64, params[4096];
-		json_t *r;
-
-		txbuild_init(&b);
-		ck_assert_int_eq(txbuild_vault(&b, &src, &c, NULL, &err), 0);
-		ck_assert_int_eq(txbuild_to_b64(&b, &b64), 0);
-		snprintf(params, sizeof(params), "{\"transaction\":\"%s\"}", b64);
-		r = rpc("simulateTransaction", params);
-		ck_assert_ptr_nonnull(strstr(jstr(r, "error"), "Error(Contract, #2)"));
-		json_decref(r);
-		free(b64);
-		txbuild_release(&b);
-	}
 	st = http_json("/debug/state", NULL);
 	ck_assert_str_eq(jstr(st, "vault_contract"), vault);
 	ck_assert_str_eq(jstr(st, "vault_reserve"), "300");
@@ -1681,6 +1673,35 @@ START_TEST(test_expiry_proves_dead)
 }
 END_TEST
 
+START_TEST(test_strict_simulate)
+{
+	struct acct a, user;
+	char *e;
+
+	sim_start("--ledger-ms", HOUR_MS, "--strict-simulate", "--vault-reserve", "500", NULL);
+	acct_new(&a, 1000000000);
+	acct_new(&user, 100);
+	e = simulate_error(&a, VAULT_WITHDRAW, user.g, "101");
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(strstr(e, "Error(Contract, #1)"));
+	free(e);
+	ck_assert_ptr_null(simulate_error(&a, VAULT_WITHDRAW, user.g, "100"));
+	e = simulate_error(&a, VAULT_PAY_REFERRAL, user.g, "501");
+	ck_assert_ptr_nonnull(strstr(e, "Error(Contract, #1)"));
+	free(e);
+	e = simulate_error(&a, VAULT_DEPOSIT, user.g, "0");
+	ck_assert_ptr_nonnull(strstr(e, "Error(Contract, #2)"));
+	free(e);
+	/* without --strict-simulate the same calls simulate fine */
+	sim_stop();
+	sim_start("--ledger-ms", HOUR_MS, "--vault-reserve", "500", NULL);
+	acct_new(&a, 1000000000);
+	ck_assert_ptr_null(simulate_error(&a, VAULT_PAY_REFERRAL, user.g, "501"));
+	ck_assert_ptr_null(simulate_error(&a, VAULT_DEPOSIT, user.g, "0"));
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1710,6 +1731,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_debug_accounts_and_vault_flag);
 	tcase_add_test(tc, test_outboxd_rpc_client);
 	tcase_add_test(tc, test_expiry_proves_dead);
+	tcase_add_test(tc, test_strict_simulate);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -60,6 +60,9 @@ static void usage(FILE *f)
 		"  --hold-max-ms N             how long a timeout fault holds a connection "
 		"(default 300000)\n"
 		"  --debug                     enable the /debug/* endpoints (default off)\n"
+		"  --strict-simulate           simulateTransaction refuses vault calls whose\n"
+		"                              preconditions fail (default off: they fail on "
+		"chain)\n"
 		"  --help                      this text\n");
 }
 
@@ -141,6 +144,7 @@ enum opt {
 	O_HOLD,
 	O_DEBUG,
 	O_HELP,
+	O_STRICT,
 };
 
 static const struct option opts[] = {
@@ -162,6 +166,7 @@ static const struct option opts[] = {
 	{"threads", 1, 0, O_THREADS},
 	{"hold-max-ms", 1, 0, O_HOLD},
 	{"debug", 0, 0, O_DEBUG},
+	{"strict-simulate", 0, 0, O_STRICT},
 	{"help", 0, 0, O_HELP},
 	{0, 0, 0, 0},
 };
@@ -273,6 +278,9 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
 			break;
 		case O_DEBUG:
 			c->debug = true;
+			break;
+		case O_STRICT:
+			c->strict_simulate = true;
 			break;
 		case O_HELP:
 			return 1;

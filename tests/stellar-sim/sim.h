@@ -32,6 +32,7 @@ struct sim_config {
 	unsigned ledger_capacity; /* transactions per ledger */
 	uint8_t vault_contract[32];
 	bool debug;
+	bool strict_simulate; /* simulate runs the vault's preconditions */
 	uint32_t base_fee;
 	unsigned queue_ledgers;     /* TRANSACTION_QUEUE_TIMEOUT_LEDGERS */
 	unsigned ban_ledgers;       /* TRANSACTION_QUEUE_BAN_LEDGERS */
