@@ -1245,6 +1245,16 @@ START_TEST(test_fault_delay_and_timeout)
 	free(body);
 	ck_assert_int_eq(http("/debug/faults", "{\"bogus\":1}", 5000, &body), 400);
 	free(body);
+	ck_assert_int_eq(http("/debug/faults", "{\"delay_ms\":1.5}", 5000, &body), 400);
+	free(body);
+	ck_assert_int_eq(http("/debug/faults", "{\"background_fee_load\":2.0}", 5000, &body), 200);
+	free(body);
+	{
+		json_t *st = http_json("/debug/state", NULL);
+
+		ck_assert_int_eq(jint(st, "background_fee_load"), 2);
+		json_decref(st);
+	}
 	sim_stop();
 }
 END_TEST

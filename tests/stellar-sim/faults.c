@@ -38,6 +38,20 @@ static int get_rate(json_t *body, const char *name, double *out, char *errbuf, s
 	return 0;
 }
 
+/* A non-negative whole number <= max, written as an integer or e.g. 100.0. */
+static bool whole(json_t *v, double max, unsigned *out)
+{
+	double d;
+
+	if (!json_is_number(v))
+		return false;
+	d = json_number_value(v);
+	if (d < 0 || d > max || d != (double)(unsigned)d)
+		return false;
+	*out = (unsigned)d;
+	return true;
+}
+
 static const char *const known[] = {"method",
 				    "delay_ms",
 				    "timeout_rate",
@@ -81,14 +95,9 @@ static int parse(json_t *body, struct fault *f, const char **method, char *errbu
 		}
 		*method = json_string_value(m);
 	}
-	if (d) {
-		if (!json_is_integer(d) || json_integer_value(d) < 0 ||
-		    json_integer_value(d) > FAULT_DELAY_MAX) {
-			snprintf(errbuf, errlen, "delay_ms: expected an integer 0..%d",
-				 FAULT_DELAY_MAX);
-			return -1;
-		}
-		f->delay_ms = (unsigned)json_integer_value(d);
+	if (d && !whole(d, FAULT_DELAY_MAX, &f->delay_ms)) {
+		snprintf(errbuf, errlen, "delay_ms: expected an integer 0..%d", FAULT_DELAY_MAX);
+		return -1;
 	}
 	if (get_rate(body, "timeout_rate", &f->timeout_rate, errbuf, errlen) ||
 	    get_rate(body, "http_5xx_rate", &f->http_5xx_rate, errbuf, errlen) ||
@@ -123,6 +132,7 @@ int faults_set(json_t *body, char *errbuf, size_t errlen)
 	json_t *load = json_object_get(body, "background_fee_load");
 	struct fault f;
 	const char *method;
+	unsigned n_load = 0;
 	int rc = 0;
 
 	if (!json_is_object(body)) {
@@ -131,8 +141,7 @@ int faults_set(json_t *body, char *errbuf, size_t errlen)
 	}
 	if (check_fields(body, errbuf, errlen))
 		return -1;
-	if (load && (!json_is_integer(load) || json_integer_value(load) < 0 ||
-		     json_integer_value(load) > 100000)) {
+	if (load && !whole(load, 100000, &n_load)) {
 		snprintf(errbuf, errlen, "background_fee_load: expected an integer 0..100000");
 		return -1;
 	}
@@ -146,7 +155,7 @@ int faults_set(json_t *body, char *errbuf, size_t errlen)
 		return 0;
 	}
 	if (load)
-		chain_set_background_load((unsigned)json_integer_value(load));
+		chain_set_background_load(n_load);
 	if (load && json_object_size(body) == 1)
 		return 0;
 	pthread_mutex_lock(&lock);
