@@ -145,7 +145,8 @@ static json_t *collect(const struct ctl_shm_opts *o, bool *degraded)
 	*degraded = age_ms(now, sup_hb) > SUPERVISOR_STALE_MS;
 	json_object_set_new(doc, "instance", json_string(o->instance));
 	json_object_set_new(doc, "segment", json_string(seg->name));
-	json_object_set_new(doc, "instance_id", json_integer((json_int_t)seg->instance_id));
+	json_object_set_new(doc, "instance_id",
+			    json_integer((json_int_t)(seg->instance_id & INT64_MAX)));
 	json_object_set_new(doc, "supervisor_heartbeat_age_ms",
 			    json_integer((json_int_t)age_ms(now, sup_hb)));
 	json_object_set_new(doc, "supervisor_alive", json_boolean(!*degraded));
