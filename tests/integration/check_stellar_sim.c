@@ -1712,6 +1712,36 @@ START_TEST(test_strict_simulate)
 }
 END_TEST
 
+START_TEST(test_blackhole_ends_at_max_time)
+{
+	struct acct a;
+	struct built t, t2;
+	uint64_t max_time = (uint64_t)time(NULL) + 15;
+	json_t *st;
+
+	sim_start("--ledger-ms", HOUR_MS, "--queue-ledgers", "100", NULL);
+	acct_new(&a, 1000000000);
+	set_faults("{\"method\":\"sendTransaction\",\"blackhole_rate\":1}");
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT, .max_time = max_time}, &t, NULL);
+	expect_status(t.b64, "PENDING");
+	set_faults("{}");
+	close_ledgers(20); /* close time now past max_time: it can never land */
+	st = http_json("/debug/state", NULL);
+	ck_assert_int_eq(jint(st, "black_holed"), 0);
+	json_decref(st);
+	/* so a replacement with the same sequence number is the only one in flight */
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT, .amount = "9"}, &t2, NULL);
+	expect_status(t2.b64, "PENDING");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t2.hash), "SUCCESS");
+	ck_assert_str_eq(tx_status(t.hash), "NOT_FOUND");
+	ck_assert_int_eq(max_pending(&a), 1);
+	free(t.b64);
+	free(t2.b64);
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1742,6 +1772,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_outboxd_rpc_client);
 	tcase_add_test(tc, test_expiry_proves_dead);
 	tcase_add_test(tc, test_strict_simulate);
+	tcase_add_test(tc, test_blackhole_ends_at_max_time);
 	suite_add_tcase(s, tc);
 	return s;
 }

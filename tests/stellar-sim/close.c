@@ -203,7 +203,7 @@ static struct txrec *apply(struct sim_tx *tx, int64_t incl_charged, uint32_t seq
 	return r;
 }
 
-static void age_out(uint32_t seq)
+static void age_out(uint32_t seq, uint64_t t)
 {
 	size_t i;
 
@@ -219,10 +219,11 @@ static void age_out(uint32_t seq)
 		}
 		i++;
 	}
+	/* a black-holed tx stops being in flight when it could no longer land */
 	for (i = 0; i < g_chain.n_holes;) {
 		struct sim_tx *tx = g_chain.holes[i];
 
-		if (seq - tx->queued_at >= g_chain.cfg.queue_ledgers) {
+		if (seq - tx->queued_at >= g_chain.cfg.queue_ledgers || dead(tx, seq + 1, t + 1)) {
 			table_remove(&g_chain.queued, &tx->qnode);
 			g_chain.holes[i] = g_chain.holes[--g_chain.n_holes];
 			inflight_drop(tx);
@@ -309,7 +310,7 @@ void chain_close_ledger(void)
 		free(c);
 	}
 	g_chain.latest = seq;
-	age_out(seq);
+	age_out(seq, t);
 	ban_expire();
 	pthread_mutex_unlock(&g_chain.lock);
 }
