@@ -1742,6 +1742,34 @@ START_TEST(test_blackhole_ends_at_max_time)
 }
 END_TEST
 
+START_TEST(test_fault_timeout_on_send_processes)
+{
+	struct acct a;
+	struct built t;
+	char *params;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	set_faults("{\"method\":\"sendTransaction\",\"timeout_rate\":1}");
+	params = malloc(strlen(t.b64) + 128);
+	sprintf(params,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sendTransaction\",\"params\":{"
+		"\"transaction\":\"%s\"}}",
+		t.b64);
+	ck_assert_int_eq(http("/", params, 700, NULL), -1); /* no answer */
+	free(params);
+	set_faults("{}");
+	/* ... but the envelope was received: it is queued and lands */
+	expect_status(t.b64, "DUPLICATE");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	ck_assert_int_eq(executions(t.op_ref), 1);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1773,6 +1801,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_expiry_proves_dead);
 	tcase_add_test(tc, test_strict_simulate);
 	tcase_add_test(tc, test_blackhole_ends_at_max_time);
+	tcase_add_test(tc, test_fault_timeout_on_send_processes);
 	suite_add_tcase(s, tc);
 	return s;
 }

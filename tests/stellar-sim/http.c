@@ -178,13 +178,21 @@ static enum MHD_Result rpc(struct req *q)
 		if (q->f.delay_ms)
 			return park(q, REQ_DELAYED, sim_now_ms() + q->f.delay_ms);
 	}
-	if (faults_roll(q->f.timeout_rate))
+	m = rpc_method(q->json);
+	if (faults_roll(q->f.timeout_rate)) {
+		/*
+		 * A timeout is a lost answer, not a lost request: a submitted
+		 * envelope is processed (it may land) and only the answer is
+		 * withheld - the mirror image of the black hole.
+		 */
+		if (m && !strcmp(m, "sendTransaction"))
+			json_decref(rpc_handle(q->json, &rf));
 		return park(q, REQ_HELD, sim_now_ms() + cfg->hold_max_ms);
+	}
 	if (faults_roll(q->f.http_5xx_rate))
 		return respond_text(q->conn, 503, "503 Service Unavailable (injected)\n");
 	if (faults_roll(q->f.garbage_rate))
 		return garbage(q->conn);
-	m = rpc_method(q->json);
 	if (m && !strcmp(m, "sendTransaction")) {
 		rf.try_again_later = faults_roll(q->f.try_again_later_rate);
 		rf.blackhole = faults_roll(q->f.blackhole_rate);
