@@ -125,6 +125,8 @@ static const struct var vars[] = {
 	{"OUTBOX_HTTP_ADDR", V_HOSTPORT, 0, F(http_addr), "127.0.0.1:8080", 0, 0,
 	 "gateway listen address, host:port"},
 	{"OUTBOX_LOG_FORMAT", V_LOGFMT, 0, F(log_format), "kv", 0, 0, "kv|json"},
+	{"OUTBOX_RUN_DIR", V_STR, 0, F(run_dir), NULL, 0, 0,
+	 "directory of the instance lock file (unset: /run/outboxd if usable, else /tmp)"},
 };
 /* clang-format on */
 
@@ -657,7 +659,9 @@ void config_print_help(FILE *f)
 
 		describe(v, allowed, sizeof(allowed));
 		fprintf(f, "  %-34s default: %s%s\n      %s\n      allowed: %s\n", v->name,
-			v->def ? v->def : "(none; required)",
+			v->def                   ? v->def
+			: v->flags & VF_REQUIRED ? "(none; required)"
+						 : "(unset)",
 			v->flags & VF_RELOAD ? "  [reload]" : "", v->help, allowed);
 	}
 }

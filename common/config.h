@@ -86,6 +86,7 @@ struct outbox_config {
 	char kafka_topic[256];                  /* OUTBOX_KAFKA_TOPIC */
 	char http_addr[256];                    /* OUTBOX_HTTP_ADDR */
 	enum log_format log_format;             /* OUTBOX_LOG_FORMAT */
+	char run_dir[CONFIG_STR_MAX];           /* OUTBOX_RUN_DIR (read by common/shm too) */
 	char config_file[CONFIG_STR_MAX];       /* OUTBOX_CONFIG_FILE */
 };
 

@@ -153,6 +153,7 @@ static const struct bad {
 	{"OUTBOX_KAFKA_TOPIC", "", "a non-empty printable string"},
 	{"OUTBOX_HTTP_ADDR", "127.0.0.1:70000", "host:port with port 0..65535"},
 	{"OUTBOX_LOG_FORMAT", "xml", "kv or json"},
+	{"OUTBOX_RUN_DIR", "", "a non-empty printable string"},
 };
 
 #define N_BADS (sizeof(bads) / sizeof(bads[0]))
