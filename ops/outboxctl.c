@@ -11,7 +11,6 @@ static const struct ctl_command commands[] = {
 	{"version", ctl_version, "print the outboxctl version"},
 	{"migrate", ctl_migrate, "apply the schema migrations (OUTBOX_DATABASE_URL)"},
 	{"tx", ctl_tx, "decode a base64 transaction envelope to JSON (tx decode)"},
-	{"tx", ctl_tx, "decode a base64 transaction envelope to JSON (tx decode)"},
 	{"stats", ctl_stats, "process table, counters and fee snapshot of a running instance"},
 	{"fee", ctl_fee, "the current fee snapshot of a running instance and its age"},
 };
