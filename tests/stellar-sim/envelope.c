@@ -141,10 +141,13 @@ static struct sim_tx *decode(const struct sim_config *cfg, const char *b64, size
 		goto fail;
 	if (xdr_envelope_decode_b64(env, b64, len, &raw, &raw_len, err) < 0)
 		goto fail;
-	if (xdr_envelope_hash(env, cfg->network_id, tx->hash) < 0 ||
-	    xdr_envelope_inner_hash(env, cfg->network_id, tx->inner_hash) < 0)
-		goto fail;
 	tx->fee_bump = env->type == ENVELOPE_TYPE_TX_FEE_BUMP;
+	if (xdr_envelope_hash(env, cfg->network_id, tx->hash) < 0)
+		goto fail;
+	if (!tx->fee_bump)
+		memcpy(tx->inner_hash, tx->hash, 32);
+	else if (xdr_envelope_inner_hash(env, cfg->network_id, tx->inner_hash) < 0)
+		goto fail;
 	flatten(cfg, &env->tx, tx);
 	tx->static_code = static_rules(&env->tx, tx->fee_bump);
 	tx->fee = tx->fee_bump ? env->bump.fee : (int64_t)env->tx.fee;
