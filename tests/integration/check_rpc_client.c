@@ -19,10 +19,22 @@
  * check. Every test drives the client from an outer epoll set holding
  * rpc_client_fd(), waiting exactly rpc_client_timeout_ms(), the way the
  * worker and oracle loops do.
+ *
+ * The "stellar-sim" case runs the project's local network
+ * ($OUTBOX_BUILD_DIR/stellar-sim) and reads every method from it, so the
+ * parser and the simulator are held to the same field shapes.
  */
+#include "common/stellar/classify.h"
 #include "common/stellar/rpc.h"
+#include "common/stellar/strkey.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
+#include <poll.h>
+#include <sodium.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
@@ -344,6 +356,7 @@ struct tally {
 	long last_http;
 	char last_msg[OUTBOX_ERROR_MSG_MAX];
 	int64_t last_rpc_code;
+	uint32_t last_latest; /* getHealth latestLedger of the last good answer */
 };
 
 static void on_done(struct rpc_result *res, void *arg)
@@ -364,7 +377,7 @@ static void on_done(struct rpc_result *res, void *arg)
 	t->last_rpc_code = res->rpc_code;
 	snprintf(t->last_msg, sizeof(t->last_msg), "%s", res->err.msg);
 	if (res->status == RPC_OK && res->method == RPC_GET_HEALTH)
-		ck_assert_uint_eq(res->u.health.latest_ledger, 51234567);
+		t->last_latest = res->u.health.latest_ledger;
 }
 
 static double now_ms(void)
@@ -505,6 +518,7 @@ START_TEST(test_many_in_flight)
 	run_until(c, &t.done, N, 30000);
 	ck_assert_int_eq(t.done, N);
 	ck_assert_int_eq(t.by_status[RPC_OK], N);
+	ck_assert_uint_eq(t.last_latest, 51234567);
 	ck_assert_uint_eq(rpc_client_pending(c), 0);
 	/* Serially this would take N * 400 ms = 120 s. */
 	ck_assert_msg(now_ms() - t0 < 15000, "took %.0f ms", now_ms() - t0);
@@ -844,10 +858,195 @@ START_TEST(test_https)
 }
 END_TEST
 
+/* ---- against stellar-sim ------------------------------------------------- */
+
+static pid_t sim_pid = -1;
+static char sim_url[64];
+
+static void sim_setup(void)
+{
+	const char *dir = getenv("OUTBOX_BUILD_DIR");
+	char bin[512], line[128] = "";
+	int pfd[2];
+	size_t n = 0;
+	unsigned port = 0;
+	struct pollfd pl;
+	pid_t parent;
+
+	ck_assert_msg(dir != NULL, "OUTBOX_BUILD_DIR is not set");
+	snprintf(bin, sizeof(bin), "%s/stellar-sim", dir);
+	ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
+	ck_assert_int_eq(pipe(pfd), 0);
+	parent = getpid();
+	sim_pid = fork();
+	ck_assert_int_ge(sim_pid, 0);
+	if (sim_pid == 0) {
+		/* Dies with the test process even when a failed check skips teardown. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		setpgid(0, 0);
+		dup2(pfd[1], STDOUT_FILENO);
+		close(pfd[0]);
+		execl(bin, bin, "--listen", "127.0.0.1:0", "--ledger-ms", "200", "--debug",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	pl.fd = pfd[0];
+	pl.events = POLLIN;
+	while (n < sizeof(line) - 1 && !strchr(line, '\n') && poll(&pl, 1, 10000) == 1) {
+		ssize_t r = read(pfd[0], line + n, sizeof(line) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		line[n] = '\0';
+	}
+	close(pfd[0]);
+	ck_assert_msg(sscanf(line, "listening 127.0.0.1:%u", &port) == 1, "sim said '%s'", line);
+	snprintf(sim_url, sizeof(sim_url), "http://127.0.0.1:%u/", port);
+}
+
+static void sim_teardown(void)
+{
+	if (sim_pid > 0) {
+		kill(-sim_pid, SIGTERM);
+		kill(sim_pid, SIGTERM);
+		waitpid(sim_pid, NULL, 0);
+	}
+	sim_pid = -1;
+}
+
+/* Create an account through the sim's debug API. */
+static void sim_fund(const uint8_t key[32], const char *seq, const char *balance)
+{
+	char g[STRKEY_BUF], body[256], url[96];
+	CURL *e = curl_easy_init();
+	long code = 0;
+
+	strkey_encode_account(key, g);
+	snprintf(body, sizeof(body),
+		 "{\"accounts\":[{\"id\":\"%s\",\"seq\":\"%s\",\"balance\":\"%s\"}]}", g, seq,
+		 balance);
+	snprintf(url, sizeof(url), "%sdebug/accounts", sim_url);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fwrite);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, stderr);
+	ck_assert_int_eq(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	ck_assert_int_eq(code, 200);
+	curl_easy_cleanup(e);
+}
+
+static struct rpc_client *sim_client(void)
+{
+	struct rpc_config cfg = {.url = sim_url, .timeout_ms = 5000};
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct rpc_client *c = rpc_client_new(&cfg, &err);
+
+	ck_assert_msg(c != NULL, "%s", err.msg);
+	return c;
+}
+
+START_TEST(test_sim_every_method)
+{
+	struct rpc_client *c = sim_client();
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct rpc_request req = {.method = RPC_GET_HEALTH};
+	struct rpc_result r;
+	uint32_t oldest, latest;
+	uint8_t key[32];
+
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(r.u.health.status, "healthy");
+	ck_assert_int_gt(r.u.health.latest_ledger_close_time, 0);
+	oldest = r.u.health.oldest_ledger;
+	latest = r.u.health.latest_ledger;
+	rpc_result_release(&r);
+	req.method = RPC_GET_NETWORK;
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert_str_eq(r.u.network.passphrase, "Standalone Network ; February 2017");
+	rpc_result_release(&r);
+	req.method = RPC_GET_FEE_STATS;
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	rpc_result_release(&r);
+
+	/* Ledgers close every 200 ms: the sequence moves. */
+	sleep_ms(600);
+	req.method = RPC_GET_LATEST_LEDGER;
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert_uint_gt(r.u.latest_ledger.sequence, latest);
+	ck_assert_ptr_nonnull(r.u.latest_ledger.header_xdr);
+	rpc_result_release(&r);
+
+	/* An account: absent, then funded with a known seqNum. */
+	randombytes_buf(key, sizeof(key));
+	req.method = RPC_GET_ACCOUNT;
+	memcpy(req.account, key, 32);
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert(!r.u.account.found);
+	rpc_result_release(&r);
+	sim_fund(key, "1234567890122", "10000000000");
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert(r.u.account.found);
+	ck_assert_int_eq(r.u.account.seq_num, 1234567890122LL);
+	ck_assert_int_eq(r.u.account.balance, 10000000000LL);
+	rpc_result_release(&r);
+
+	req.method = RPC_GET_TRANSACTION;
+	req.hash = "14f29487790446fcec71dd130613a0737163cd7dd197418c766b2c149d52ee94";
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(r.u.get_tx.status, RPC_TX_NOT_FOUND);
+	ck_assert_int_eq(classify_get(r.u.get_tx.status, NULL).action, OUTCOME_PENDING);
+	rpc_result_release(&r);
+
+	req.method = RPC_GET_TRANSACTIONS;
+	req.start_ledger = oldest;
+	req.limit = 10;
+	ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+	ck_assert(r.u.get_txs.cursor[0]);
+	{
+		char cursor[RPC_CURSOR_MAX];
+		snprintf(cursor, sizeof(cursor), "%s", r.u.get_txs.cursor);
+		rpc_result_release(&r);
+		req.cursor = cursor;
+		ck_assert_msg(rpc_call_blocking(c, &req, &r, &err) == 0, "%s", err.msg);
+		rpc_result_release(&r);
+	}
+
+	/* Undecodable XDR: a JSON-RPC error, final for the op. */
+	req.method = RPC_SEND_TRANSACTION;
+	req.transaction = "AAAA";
+	ck_assert_int_lt(rpc_call_blocking(c, &req, &r, &err), 0);
+	ck_assert_int_eq(r.status, RPC_E_JSONRPC);
+	ck_assert_int_eq(r.rpc_code, -32602);
+	ck_assert_int_eq(classify_transport(r.status, r.rpc_code).action, OUTCOME_FINAL);
+	rpc_result_release(&r);
+	rpc_client_free(c);
+}
+END_TEST
+
+START_TEST(test_sim_many_in_flight)
+{
+	enum { N = 200 };
+	struct rpc_client *c = sim_client();
+	struct tally t = {0};
+
+	for (int i = 0; i < N; i++)
+		start(c, (enum rpc_method)(i % 3 == 0 ? RPC_GET_HEALTH : RPC_GET_LATEST_LEDGER),
+		      &t);
+	run_until(c, &t.done, N, 30000);
+	ck_assert_msg(t.by_status[RPC_OK] == N, "%d ok of %d: %s", t.by_status[RPC_OK], N,
+		      t.last_msg);
+	rpc_client_free(c);
+}
+END_TEST
+
 static Suite *rpc_client_suite(void)
 {
 	Suite *s = suite_create("rpc_client");
-	TCase *tc = tcase_create("transport");
+	TCase *tc = tcase_create("transport"), *ts;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -867,6 +1066,12 @@ static Suite *rpc_client_suite(void)
 	tcase_add_test(tc, test_bad_config);
 	tcase_add_test(tc, test_https);
 	suite_add_tcase(s, tc);
+	ts = tcase_create("stellar-sim");
+	tcase_add_checked_fixture(ts, sim_setup, sim_teardown);
+	tcase_set_timeout(ts, 60);
+	tcase_add_test(ts, test_sim_every_method);
+	tcase_add_test(ts, test_sim_many_in_flight);
+	suite_add_tcase(s, ts);
 	return s;
 }
 
