@@ -38,6 +38,8 @@ struct proc_harness {
 	pid_t sim_pid;
 	int sim_port;
 	pid_t sup_pid; /* also its process group id */
+	int guard_fd;
+	pid_t guard_pid;
 };
 
 static inline uint64_t ph_now_ms(void)
@@ -54,6 +56,43 @@ static inline void ph_sleep_ms(unsigned ms)
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+/*
+ * A failed ck_assert _exit()s the forked test process without running the
+ * checked teardown. Its processes die anyway (PR_SET_PDEATHSIG), but the
+ * segment and the temporary directory would stay, so each test gets a guard
+ * process that waits for the test process to go away (EOF on a pipe) and
+ * then removes them, unless the normal teardown said "done" first.
+ */
+static inline void ph_guard_start(struct proc_harness *h)
+{
+	int p[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char buf[8] = "", path[128];
+		ssize_t n;
+
+		setpgid(0, 0); /* Check SIGKILLs the test's process group when it ends */
+		close(p[1]);
+		while ((n = read(p[0], buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
+			;
+		if (n > 0)
+			_exit(0); /* "done": the teardown ran */
+		ph_sleep_ms(200); /* let the dying group go first */
+		snprintf(path, sizeof(path), "/dev/shm/outboxd-%s", h->instance);
+		unlink(path);
+		if (!getenv("PH_KEEP"))
+			execlp("rm", "rm", "-rf", h->dir, (char *)NULL);
+		_exit(0);
+	}
+	close(p[0]);
+	h->guard_fd = p[1];
+	h->guard_pid = pid;
 }
 
 static inline void ph_setup(struct proc_harness *h, const char *tag)
@@ -75,6 +114,7 @@ static inline void ph_setup(struct proc_harness *h, const char *tag)
 	fputs("# test signer\n" PH_SEED "\n", f);
 	fclose(f);
 	ck_assert_int_eq(chmod(h->keys, 0600), 0);
+	ph_guard_start(h);
 }
 
 /* Start build/stellar-sim on an ephemeral port; extra args split on spaces. */
@@ -367,6 +407,12 @@ static inline void ph_teardown(struct proc_harness *h)
 	if (h->sim_pid > 0) {
 		kill(-h->sim_pid, SIGKILL);
 		waitpid(h->sim_pid, NULL, 0);
+	}
+	if (h->guard_pid > 0) {
+		(void)!write(h->guard_fd, "done", 4);
+		close(h->guard_fd);
+		waitpid(h->guard_pid, NULL, 0);
+		h->guard_pid = 0;
 	}
 	snprintf(name, sizeof(name), "/dev/shm/outboxd-%s", h->instance);
 	unlink(name);
