@@ -13,7 +13,8 @@
  *     the expected signer's hint.
  * (b) SDK -> C: the SDK builds and signs N random transactions (multi-op
  *     payments with any asset and memo, contract calls with many ScVal kinds,
- *     footprints and auth entries, fee bumps, extra signers), and
+ *     footprints and auth entries, V2 preconditions, fee bumps, extra
+ *     signatures), and
  *     `outboxctl tx decode` must report the same fields, signatures and hashes.
  *
  * N = OUTBOX_INTEROP_COUNT (default 1000) per direction; the seed of (a) is
@@ -143,11 +144,21 @@ function sdkTxView(t) {
 			read_only: r.footprint().readOnly().length, read_write: r.footprint().readWrite().length,
 		};
 	}
-	return {
+	const view = {
 		source: encodeMuxedAccountToAddress(t.sourceAccount()), fee: t.fee().toString(),
 		seq_num: t.seqNum().toString(), time_bounds: tb, memo: memoView(t.memo()),
 		operations: t.operations().map(opView), soroban_data: sd,
 	};
+	if (c === 'precondV2') {
+		const v2 = cond.v2(), lb = v2.ledgerBounds();
+		view.preconditions_v2 = {
+			ledger_bounds: lb ? { min_ledger: lb.minLedger(), max_ledger: lb.maxLedger() } : null,
+			min_seq_num: v2.minSeqNum() ? v2.minSeqNum().toString() : null,
+			min_seq_age: v2.minSeqAge().toString(), min_seq_ledger_gap: v2.minSeqLedgerGap(),
+			extra_signers: v2.extraSigners().length,
+		};
+	}
+	return view;
 }
 
 /* outboxctl's JSON for one transaction. */
@@ -169,10 +180,12 @@ function ctlTxView(j) {
 				{ type: a.type, value: a.value })),
 		};
 	});
-	return {
+	const view = {
 		source: j.source, fee: String(j.fee), seq_num: j.seq_num, time_bounds: j.time_bounds, memo,
 		operations: ops, soroban_data: j.soroban_data,
 	};
+	if (j.preconditions_v2 !== undefined) view.preconditions_v2 = j.preconditions_v2;
+	return view;
 }
 
 function same(got, want, what) {
@@ -416,6 +429,27 @@ function buildWithSdk() {
 		fee: baseFee.toString(), networkPassphrase: PASS_B, memo,
 		timebounds: { minTime: minTime.toString(), maxTime: maxTime.toString() },
 	});
+	if (rint(5) === 0) { /* PRECOND_V2 (the SDK always writes minSeqNum, 0 when unset) */
+		const v2 = { ledger_bounds: null, min_seq_num: '0', min_seq_age: '0', min_seq_ledger_gap: 0, extra_signers: 0 };
+		if (rint(2)) {
+			const lo = pick([0, rint(2 ** 32)]);
+			const hi = pick([0, lo + rint(2 ** 32 - lo)]);
+			b.setLedgerbounds(lo, hi);
+			v2.ledger_bounds = { min_ledger: lo, max_ledger: hi };
+		}
+		if (rint(2)) { const v = rbig(63).toString(); b.setMinAccountSequence(v); v2.min_seq_num = v; }
+		if (rint(2)) { const v = rint(2 ** 40); b.setMinAccountSequenceAge(v); v2.min_seq_age = String(v); }
+		if (rint(2)) { const v = rint(2 ** 32); b.setMinAccountSequenceLedgerGap(v); v2.min_seq_ledger_gap = v; }
+		const n = v2.ledger_bounds || v2.min_seq_num !== '0' || v2.min_seq_age !== '0' || v2.min_seq_ledger_gap ? rint(3) : 1 + rint(2);
+		const signers = [];
+		for (let i = 0; i < n; i++) {
+			signers.push(pick([Keypair.random().publicKey(), StrKey.encodeSha256Hash(crypto.randomBytes(32)),
+				StrKey.encodePreAuthTx(crypto.randomBytes(32))]));
+		}
+		if (n) b.setExtraSigners(signers);
+		v2.extra_signers = n;
+		expect.preconditions_v2 = v2;
+	}
 	ops.forEach((o) => b.addOperation(o));
 	if (sorobanData) b.setSorobanData(sorobanData);
 	const inner = b.build();
@@ -462,7 +496,7 @@ function checkFromSdk(B, j) {
 }
 
 function directionB() {
-	const stats = { tx: 0, fee_bump: 0, invoke: 0, payment: 0, ops: 0, args: 0 };
+	const stats = { tx: 0, fee_bump: 0, invoke: 0, payment: 0, ops: 0, args: 0, precond_v2: 0 };
 	for (let i = 0; i < COUNT; i++) {
 		const B = buildWithSdk();
 		const j = ctlDecode(B.b64);
@@ -480,6 +514,7 @@ function directionB() {
 		stats[B.bump ? 'fee_bump' : 'tx']++;
 		stats[B.expect.soroban_data ? 'invoke' : 'payment']++;
 		stats.ops += B.expect.operations.length;
+		if (B.expect.preconditions_v2) stats.precond_v2++;
 		stats.args += B.expect.operations.reduce((n, o) => n + (o.args ? o.args.length : 0), 0);
 	}
 	/* The same envelope through stdin with the passphrase from the environment,
