@@ -380,7 +380,7 @@ START_TEST(test_enqueue_uses_deployment_vshards)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct outbox_enqueued out;
-	struct pgtest_db db16;
+	static struct pgtest_db db16;
 	PGconn *c;
 	char signer[57], brid[16], payload[128], sql[128];
 

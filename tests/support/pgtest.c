@@ -5,6 +5,8 @@
 #include "tests/support/pgtest.h"
 
 #include <check.h>
+#include <errno.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +94,39 @@ static int admin_exec(const struct pgtest_db *db, const char *sql, struct outbox
 	return rc;
 }
 
+/*
+ * Drop databases left by pgtest processes that no longer exist. Check
+ * _exit()s a forked test on a failed assertion, before its teardown, so
+ * a failing test leaks its database; the next create cleans up. Only names
+ * of pgtest's own pattern are touched, and only when no process of that pid
+ * runs here (the server is this host's, as ops/test.sh arranges).
+ */
+static void sweep_leftovers(const struct pgtest_db *db)
+{
+	PGconn *c = PQconnectdb(db->admin);
+	PGresult *res;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		return;
+	}
+	PQsetNoticeProcessor(c, quiet, NULL);
+	res = PQexec(c, "SELECT datname, split_part(datname, '_', 3) FROM pg_database "
+			"WHERE datname ~ '^outboxd_pgtest_[0-9]{1,9}_[0-9]{1,9}$'");
+	for (int i = 0; PQresultStatus(res) == PGRES_TUPLES_OK && i < PQntuples(res); i++) {
+		long pid = strtol(PQgetvalue(res, i, 1), NULL, 10);
+		char sql[128];
+
+		if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)",
+			 PQgetvalue(res, i, 0));
+		PQclear(PQexec(c, sql));
+	}
+	PQclear(res);
+	PQfinish(c);
+}
+
 int pgtest_db_create_empty(struct pgtest_db *db, struct outbox_error *err)
 {
 	const char *base = getenv("OUTBOX_PG_BASE");
@@ -106,6 +141,7 @@ int pgtest_db_create_empty(struct pgtest_db *db, struct outbox_error *err)
 	if ((rc = conninfo_for(base, "postgres", db->admin, sizeof(db->admin), err)) ||
 	    (rc = conninfo_for(base, db->name, db->conninfo, sizeof(db->conninfo), err)))
 		goto fail;
+	sweep_leftovers(db);
 	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", db->name);
 	if ((rc = admin_exec(db, sql, err)))
 		goto fail;

@@ -26,8 +26,12 @@
  * string for it: pass it to PQconnectdb, or export it as
  * OUTBOX_DATABASE_URL to a child process (outboxd, outboxctl).
  * pgtest_teardown() drops it WITH (FORCE), so connections a test leaked do
- * not keep it alive; a crashed test leaves at most its own database behind
- * (names carry the pid).
+ * not keep it alive. Check _exit()s a forked test on a failed assertion
+ * before its teardown runs, so a failing test leaks its database; every
+ * create first drops outboxd_pgtest_<pid>_* databases whose pid no longer
+ * runs on this host (so the server must be this host's, as ops/test.sh
+ * arranges; never point OUTBOX_PG_BASE at a server shared with other hosts'
+ * test runs).
  *
  * The pgtest_db_* functions return 0 or a negative OUTBOX_E* code with err
  * filled, for programs that are not Check suites (tests/bench); the
