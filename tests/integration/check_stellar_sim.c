@@ -1770,6 +1770,96 @@ START_TEST(test_fault_timeout_on_send_processes)
 }
 END_TEST
 
+/* Re-sign an envelope's outer part after changing its bump fee. */
+static char *rebump(const char *b64, int64_t fee, struct acct *payer)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct xdr_envelope env;
+	uint8_t *raw;
+	size_t rl;
+	char *s;
+
+	ck_assert_int_eq(xdr_envelope_decode_b64(&env, b64, strlen(b64), &raw, &rl, &err), 0);
+	env.bump.fee = fee;
+	env.bump.n_sigs = 0;
+	ck_assert_int_eq(stellar_sign_envelope(&env, &payer->kp, network_id, NULL, &err), 0);
+	ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
+	free(raw);
+	return s;
+}
+
+START_TEST(test_fee_bump_validity)
+{
+	struct acct a, payer, nobody;
+	struct built t;
+	uint8_t h[32];
+	char *b, *bad;
+	struct res d;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	acct_new(&payer, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT, .incl = 300}, &t, NULL);
+	b = fee_bump(t.b64, &payer, t.resource_fee + 600, h);
+	/* the bump's rate must not fall below the inner one's: 2 x 300 */
+	bad = rebump(b, t.resource_fee + 599, &payer);
+	d = expect_error(bad);
+	ck_assert_int_eq(d.code, TX_INSUFFICIENT_FEE);
+	ck_assert_int_eq(d.fee, t.resource_fee + 600);
+	free(bad);
+	/* the inner tx must be unchanged: its signature no longer matches */
+	{
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct xdr_envelope env;
+		uint8_t *raw;
+		size_t rl;
+
+		ck_assert_int_eq(xdr_envelope_decode_b64(&env, b, strlen(b), &raw, &rl, &err), 0);
+		env.tx.cond.time_bounds.max_time += 1;
+		env.bump.n_sigs = 0;
+		ck_assert_int_eq(stellar_sign_envelope(&env, &payer.kp, network_id, NULL, &err), 0);
+		ck_assert_int_eq(xdr_envelope_to_b64(&env, &bad), 0);
+		free(raw);
+		d = expect_error(bad);
+		ck_assert_int_eq(d.code, TX_FEE_BUMP_INNER_FAILED);
+		ck_assert_int_eq(d.inner_code, TX_BAD_AUTH);
+		free(bad);
+	}
+	/* the fee source must sign, and must exist */
+	acct_new(&nobody, 0);
+	{
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct xdr_envelope env;
+		uint8_t *raw;
+		size_t rl;
+
+		ck_assert_int_eq(xdr_envelope_decode_b64(&env, b, strlen(b), &raw, &rl, &err), 0);
+		env.bump.n_sigs = 0;
+		ck_assert_int_eq(stellar_sign_envelope(&env, &a.kp, network_id, NULL, &err), 0);
+		ck_assert_int_eq(xdr_envelope_to_b64(&env, &bad), 0);
+		ck_assert_int_eq(expect_error(bad).code, TX_BAD_AUTH);
+		free(bad);
+		free(raw);
+	}
+	{
+		uint8_t ph[32];
+		char *poor = fee_bump(t.b64, &nobody, t.resource_fee + 600, ph);
+
+		ck_assert_int_eq(expect_error(poor).code, TX_INSUFFICIENT_BALANCE);
+		free(poor);
+	}
+	/* the valid bump applies; its inner envelope alone can no longer */
+	expect_status(b, "PENDING");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(h), "SUCCESS");
+	ck_assert_int_eq(expect_error(t.b64).code, TX_BAD_SEQ);
+	ck_assert_int_eq(executions(t.op_ref), 1);
+	free(b);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1784,6 +1874,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_rejections);
 	tcase_add_test(tc, test_no_account);
 	tcase_add_test(tc, test_fee_bump_rules);
+	tcase_add_test(tc, test_fee_bump_validity);
 	tcase_add_test(tc, test_drop_and_ban);
 	tcase_add_test(tc, test_surge_pricing);
 	tcase_add_test(tc, test_fee_stats_move_with_load);
