@@ -140,6 +140,19 @@ async function main() {
 	check(res.switch().name === 'txFeeBumpInnerFailed', 'txFeeBumpInnerFailed');
 	check(res.innerResultPair().result().result().switch().name === 'txBadSeq', 'inner txBadSeq');
 
+	// 2b. a withdrawal beyond the balance is included and FAILS on chain
+	const wd = await buildVault(alice, 'withdraw', alice.kp.publicKey(), String(1e12), 'withdraw:u1:r1');
+	r = await rpc('sendTransaction', { transaction: wd.tx.toXDR() });
+	check(r.status === 'PENDING', 'overdraft PENDING: ' + JSON.stringify(r));
+	await close();
+	g = await rpc('getTransaction', { hash: r.hash });
+	check(g.status === 'FAILED', 'overdraft FAILED: ' + JSON.stringify(g));
+	const fr = xdr.TransactionResult.fromXDR(g.resultXdr, 'base64');
+	check(fr.result().switch().name === 'txFailed', 'txFailed');
+	check(fr.result().results()[0].tr().invokeHostFunctionResult().switch().name === 'invokeHostFunctionTrapped',
+		'invokeHostFunctionTrapped');
+	alice.acct.incrementSequenceNumber();
+
 	// 3. SDK-built bad transactions
 	const wrongNet = await buildVault(alice, 'deposit', alice.kp.publicKey(), '5', 'k3', 100, Networks.PUBLIC);
 	r = await rpc('sendTransaction', { transaction: wrongNet.tx.toXDR() });
