@@ -98,7 +98,12 @@ struct rpc_request {
 	size_t max_response;
 };
 
-/* How a call ended. Everything but RPC_OK carries a message in rpc_result.err. */
+/*
+ * How a call ended. Everything but RPC_OK carries a message in rpc_result.err,
+ * whose code is -ETIMEDOUT, -ECONNREFUSED (any connect failure), -EIO,
+ * OUTBOX_ETOOBIG, OUTBOX_EPROTO (HTTP status, malformed body, JSON-RPC error)
+ * or -ECANCELED. classify_transport() (classify.h) says what to do next.
+ */
 enum rpc_status {
 	RPC_OK = 0,
 	RPC_E_CONNECT,   /* could not resolve or connect */

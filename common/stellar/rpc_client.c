@@ -369,7 +369,10 @@ static void complete(struct rpc_client *c, CURL *easy, CURLcode code)
 		outbox_error_set(&res.err, OUTBOX_ETOOBIG, "response", "body exceeds %zu bytes",
 				 call->max_response);
 	} else if (res.status != RPC_OK) {
-		outbox_error_set(&res.err, OUTBOX_EPROTO, "transport", "%s",
+		int ec = res.status == RPC_E_TIMEOUT   ? -ETIMEDOUT
+			 : res.status == RPC_E_CONNECT ? -ECONNREFUSED
+						       : -EIO;
+		outbox_error_set(&res.err, ec, "transport", "%s",
 				 call->errbuf[0] ? call->errbuf : curl_easy_strerror(code));
 	} else if (http != 200) {
 		res.status = RPC_E_HTTP;

@@ -574,6 +574,14 @@ START_TEST(test_timeout_honoured)
 	el = now_ms() - t0;
 	ck_assert_int_eq(t.by_status[RPC_E_TIMEOUT], 2);
 	ck_assert_msg(el >= 290 && el < 2000, "timed out after %.0f ms", el);
+	{
+		struct rpc_request req = {.method = RPC_GET_HEALTH};
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct rpc_result r;
+		ck_assert_int_eq(rpc_call_blocking(c, &req, &r, &err), -ETIMEDOUT);
+		ck_assert_int_eq(r.status, RPC_E_TIMEOUT);
+		rpc_result_release(&r);
+	}
 	rpc_client_free(c);
 }
 END_TEST
@@ -649,6 +657,15 @@ START_TEST(test_connect_refused)
 	start(c, RPC_GET_HEALTH, &t);
 	run_until(c, &t.done, 1, 5000);
 	ck_assert_int_eq(t.by_status[RPC_E_CONNECT], 1);
+	{
+		struct rpc_request req = {.method = RPC_GET_HEALTH};
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct rpc_result r;
+		ck_assert_int_eq(rpc_call_blocking(c, &req, &r, &err), -ECONNREFUSED);
+		ck_assert_int_eq(classify_transport(r.status, r.rpc_code).action,
+				 OUTCOME_TRANSIENT);
+		rpc_result_release(&r);
+	}
 	rpc_client_free(c);
 }
 END_TEST
