@@ -52,22 +52,21 @@
 
 #define MAX_IDS 4096
 
-/* A test-only self-signed certificate for 127.0.0.1 (not a secret). */
+/* A test-only self-signed certificate for 127.0.0.1, valid 2020..2120 (not a secret). */
 static const char TEST_CERT[] = "-----BEGIN CERTIFICATE-----\n"
-				"MIIBnjCCAUSgAwIBAgIUdKk256iFB+yzJQ4vc6Fdx5UikOkwCgYIKoZIzj0EAwIw\n"
-				"GzEZMBcGA1UEAwwQb3V0Ym94ZC1ycGMtdGVzdDAgFw0yNjEyMDIxNzM5MTVaGA8y\n"
-				"MTI2MTEwODE3MzkxNVowGzEZMBcGA1UEAwwQb3V0Ym94ZC1ycGMtdGVzdDBZMBMG\n"
-				"ByqGSM49AgEGCCqGSM49AwEHA0IABCAp45PlO3gsd8P10FNlk8renoorGzR0gN3L\n"
-				"Ko2Q21qJybnvzu9u5qnnorV3aXsu0ZH02b3Vp4WVCAf+y0NftL+jZDBiMB0GA1Ud\n"
-				"DgQWBBS5stmftA/Jc2HQcK6c8ygbJyyPFzAfBgNVHSMEGDAWgBS5stmftA/Jc2HQ\n"
-				"cK6c8ygbJyyPFzAPBgNVHRMBAf8EBTADAQH/MA8GA1UdEQQIMAaHBH8AAAEwCgYI\n"
-				"KoZIzj0EAwIDSAAwRQIgdAdmJjpQpNOw/qjiVzNLe++K2a3cfOZV0MwHZeL6YcAC\n"
-				"IQDIPZE7oJbSRe1824/H2romMQzi2qhNTHjrVjxHSAA12Q==\n"
+				"MIIBaTCCARCgAwIBAgIBATAKBggqhkjOPQQDAjAbMRkwFwYDVQQDDBBvdXRib3hk\n"
+				"LXJwYy10ZXN0MCAXDTIwMDEwMTAwMDAwMFoYDzIxMjAwMTAxMDAwMDAwWjAbMRkw\n"
+				"FwYDVQQDDBBvdXRib3hkLXJwYy10ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcD\n"
+				"QgAEEhCLSMX/TPMJG64r86Jk97QF25QEiLenQirV24clAd9AOZWARebaxMu2ph3b\n"
+				"/QH0G+1tIpV3fjoLkDOm2sXAUKNDMEEwDwYDVR0RBAgwBocEfwAAATAPBgNVHRMB\n"
+				"Af8EBTADAQH/MB0GA1UdDgQWBBRTA9UnB7YPiedioJ695tIYY8SQnTAKBggqhkjO\n"
+				"PQQDAgNHADBEAiAElIx40s260HCsiPKWjxod8zvndN9IR0bDd6OZ2INVlwIgAhDU\n"
+				"SdfLpSX4I42nRMbmRVV6u2Uu6OEKhhsgrwnmuUw=\n"
 				"-----END CERTIFICATE-----\n";
 static const char TEST_KEY[] = "-----BEGIN PRIVATE KEY-----\n"
-			       "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgdrKcAztBxQoeB+0R\n"
-			       "XCMAR22FQ4JMwRHkaOwTGQFlQdqhRANCAAQgKeOT5Tt4LHfD9dBTZZPK3p6KKxs0\n"
-			       "dIDdyyqNkNtaicm5787vbuap56K1d2l7LtGR9Nm91aeFlQgH/stDX7S/\n"
+			       "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg1eYLbHPKLk/AUSSe\n"
+			       "22E6TLHowR8pzHrPiCL/QHNpQg6hRANCAAQSEItIxf9M8wkbrivzomT3tAXblASI\n"
+			       "t6dCKtXbhyUB30A5lYBF5trEy7amHdv9AfQb7W0ilXd+OguQM6baxcBQ\n"
 			       "-----END PRIVATE KEY-----\n";
 
 /* ---- the fixture server -------------------------------------------------- */
