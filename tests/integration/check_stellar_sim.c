@@ -1860,6 +1860,79 @@ START_TEST(test_fee_bump_validity)
 }
 END_TEST
 
+/* An envelope whose SorobanTransactionData.resourceFee is forced to rf. */
+static char *with_resource_fee(const char *b64, int64_t rf, struct acct *signer)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct xdr_envelope env;
+	uint8_t *raw, *p;
+	size_t rl;
+	char *s;
+	int i;
+
+	ck_assert_int_eq(xdr_envelope_decode_b64(&env, b64, strlen(b64), &raw, &rl, &err), 0);
+	p = (uint8_t *)env.tx.soroban.raw.p + env.tx.soroban.raw.len - 8;
+	for (i = 7; i >= 0; i--, rf = (int64_t)((uint64_t)rf >> 8))
+		p[i] = (uint8_t)(rf & 0xff);
+	env.n_sigs = 0;
+	ck_assert_int_eq(stellar_sign_envelope(&env, &signer->kp, network_id, NULL, &err), 0);
+	ck_assert_int_eq(xdr_envelope_to_b64(&env, &s), 0);
+	free(raw);
+	return s;
+}
+
+START_TEST(test_hostile_fees)
+{
+	struct acct a, payer;
+	struct built t;
+	char *huge, *neg, *bump, *outer;
+	uint8_t h[32];
+	struct res d;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	acct_new(&a, 1000000000);
+	acct_new(&payer, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	huge = with_resource_fee(t.b64, INT64_MAX, &a);
+	neg = with_resource_fee(t.b64, -1, &a);
+	ck_assert_int_eq(expect_error(huge).code, TX_SOROBAN_INVALID);
+	ck_assert_int_eq(expect_error(neg).code, TX_SOROBAN_INVALID);
+	/* inside a bump a resource fee above the inner fee is allowed (P23):
+	 * inner R = INT64_MAX, outer fee = INT64_MAX - no overflow, a sane code */
+	bump = fee_bump(t.b64, &payer, t.resource_fee + 200, h);
+	{
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		struct xdr_envelope env;
+		uint8_t *raw, *p, ih[32];
+		size_t rl;
+		int64_t rf = INT64_MAX;
+
+		ck_assert_int_eq(xdr_envelope_decode_b64(&env, bump, strlen(bump), &raw, &rl, &err),
+				 0);
+		p = (uint8_t *)env.tx.soroban.raw.p + env.tx.soroban.raw.len - 8;
+		for (int k = 7; k >= 0; k--, rf >>= 8)
+			p[k] = (uint8_t)(rf & 0xff);
+		env.tx.soroban.resource_fee = INT64_MAX;
+		ck_assert_int_eq(xdr_envelope_inner_hash(&env, network_id, ih), 0);
+		ck_assert_int_eq(stellar_sign_decorated(&a.kp, ih, &env.sigs[0]), 0);
+		env.bump.fee = INT64_MAX;
+		env.bump.n_sigs = 0;
+		ck_assert_int_eq(stellar_sign_envelope(&env, &payer.kp, network_id, NULL, &err), 0);
+		ck_assert_int_eq(xdr_envelope_to_b64(&env, &outer), 0);
+		free(raw);
+	}
+	d = expect_error(outer);
+	ck_assert_int_eq(d.code, TX_INSUFFICIENT_FEE); /* outerIncl = 0 */
+	ck_assert_int_eq(d.fee, INT64_MAX);            /* saturated, not wrapped */
+	free(outer);
+	free(bump);
+	free(huge);
+	free(neg);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1875,6 +1948,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_no_account);
 	tcase_add_test(tc, test_fee_bump_rules);
 	tcase_add_test(tc, test_fee_bump_validity);
+	tcase_add_test(tc, test_hostile_fees);
 	tcase_add_test(tc, test_drop_and_ban);
 	tcase_add_test(tc, test_surge_pricing);
 	tcase_add_test(tc, test_fee_stats_move_with_load);

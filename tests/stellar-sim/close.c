@@ -248,7 +248,7 @@ static void include(struct ledger *l, struct cand *c, size_t n)
 	l->fees_classic = calloc(take ? take : 1, sizeof(int64_t));
 	l->fees_soroban = calloc(take ? take : 1, sizeof(int64_t));
 	for (i = 0; i < take; i++) {
-		int64_t incl = rate * c[i].ops;
+		int64_t incl = sim_fee_add((__int128)rate * c[i].ops, 0);
 		struct sim_tx *tx = c[i].tx;
 
 		if (incl > c[i].incl)

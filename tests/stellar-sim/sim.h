@@ -119,6 +119,9 @@ struct sim_tx {
 
 void sim_tx_free(struct sim_tx *tx);
 
+/* a + b clamped to int64 (fee fields come from hostile envelopes). */
+int64_t sim_fee_add(__int128 a, __int128 b);
+
 /* Inclusion bid and the op count it is spread over (a bump counts k+1). */
 int64_t sim_tx_incl_bid(const struct sim_tx *tx);
 uint32_t sim_tx_fee_ops(const struct sim_tx *tx);

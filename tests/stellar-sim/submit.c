@@ -31,13 +31,13 @@ struct verdict {
 
 static int64_t default_charge(const struct sim_tx *tx)
 {
-	return (int64_t)g_chain.cfg.base_fee * sim_tx_fee_ops(tx) + tx->resource_fee;
+	return sim_fee_add((int64_t)g_chain.cfg.base_fee * sim_tx_fee_ops(tx), tx->resource_fee);
 }
 
 /* ceil(a / b) for a >= 0, b > 0. */
 static int64_t ceil_div(__int128 a, __int128 b)
 {
-	return (int64_t)((a + b - 1) / b);
+	return sim_fee_add((a + b - 1) / b, 0);
 }
 
 static int32_t time_code(const struct sim_tx *tx)
@@ -83,7 +83,7 @@ static int32_t tx_code(const struct sim_tx *tx, bool check_fee, int64_t *fee_cha
 		int64_t min = (int64_t)g_chain.cfg.base_fee * (tx->n_ops ? tx->n_ops : 1);
 
 		if (sim_tx_incl_bid(tx) < min) {
-			*fee_charged = min + tx->resource_fee;
+			*fee_charged = sim_fee_add(min, tx->resource_fee);
 			return TX_INSUFFICIENT_FEE;
 		}
 	}
@@ -110,13 +110,13 @@ static struct verdict validate(const struct sim_tx *tx)
 	}
 	k = tx->n_ops ? tx->n_ops : 1;
 	outer_incl = sim_tx_incl_bid(tx);
-	inner_incl = tx->inner_fee - tx->resource_fee;
+	inner_incl = sim_fee_add(tx->inner_fee, -(__int128)tx->resource_fee);
 	min = (int64_t)g_chain.cfg.base_fee * (k + 1);
 	if (inner_incl > 0 && ceil_div((__int128)inner_incl * (k + 1), k) > min)
 		min = ceil_div((__int128)inner_incl * (k + 1), k);
 	if (outer_incl < min) {
 		v.code = TX_INSUFFICIENT_FEE;
-		v.fee_charged = min + tx->resource_fee;
+		v.fee_charged = sim_fee_add(min, tx->resource_fee);
 		return v;
 	}
 	fs = chain_account_get(tx->fee_source, false);
@@ -180,7 +180,7 @@ static enum submit_status replace_by_fee(struct sim_tx *tx, struct sim_tx *p, st
 	need = (__int128)10 * sim_tx_incl_bid(p) * sim_tx_fee_ops(tx);
 	if ((__int128)sim_tx_incl_bid(tx) * sim_tx_fee_ops(p) < need) {
 		v->code = TX_INSUFFICIENT_FEE;
-		v->fee_charged = ceil_div(need, sim_tx_fee_ops(p)) + tx->resource_fee;
+		v->fee_charged = sim_fee_add(ceil_div(need, sim_tx_fee_ops(p)), tx->resource_fee);
 		return SUBMIT_ERROR;
 	}
 	return SUBMIT_PENDING;

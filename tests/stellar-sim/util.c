@@ -97,9 +97,16 @@ void sim_tx_free(struct sim_tx *tx)
 	free(tx);
 }
 
+int64_t sim_fee_add(__int128 a, __int128 b)
+{
+	__int128 r = a + b;
+
+	return r > INT64_MAX ? INT64_MAX : r < INT64_MIN ? INT64_MIN : (int64_t)r;
+}
+
 int64_t sim_tx_incl_bid(const struct sim_tx *tx)
 {
-	return tx->fee - tx->resource_fee;
+	return sim_fee_add(tx->fee, -(__int128)tx->resource_fee);
 }
 
 uint32_t sim_tx_fee_ops(const struct sim_tx *tx)
