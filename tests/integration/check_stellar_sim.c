@@ -698,6 +698,12 @@ START_TEST(test_help)
 	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --ledger-ms x 2>/dev/null", dir);
 	p = popen(cmd, "r");
 	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --listen localhost:1 2>/dev/null", dir);
+	p = popen(cmd, "r");
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --vault-contract GABC 2>/dev/null", dir);
+	p = popen(cmd, "r");
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
 }
 END_TEST
 

@@ -11,6 +11,7 @@
 #include "tests/stellar-sim/chain.h"
 #include "tests/stellar-sim/http.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -88,6 +89,7 @@ static int parse_listen(struct sim_config *c, const char *s)
 {
 	const char *colon = strrchr(s, ':');
 	unsigned long long port;
+	struct in_addr probe;
 
 	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(c->listen_host)) {
 		fprintf(stderr, "stellar-sim: --listen: '%s' is not HOST:PORT\n", s);
@@ -95,6 +97,11 @@ static int parse_listen(struct sim_config *c, const char *s)
 	}
 	memcpy(c->listen_host, s, (size_t)(colon - s));
 	c->listen_host[colon - s] = '\0';
+	if (inet_pton(AF_INET, c->listen_host, &probe) != 1) {
+		fprintf(stderr, "stellar-sim: --listen: '%s' is not an IPv4 address\n",
+			c->listen_host);
+		return -1;
+	}
 	if (parse_uint("--listen port", colon + 1, 0, 65535, &port))
 		return -1;
 	c->port = (unsigned)port;
