@@ -1,0 +1,239 @@
+/*
+ * check_fee_policy.c - the fee policy over every priority, congestion level,
+ * staleness, escalation step and deferral budget: each decision is checked
+ * against the rules of fee_policy.h, with the compounding recomputed here in
+ * exact 128-bit arithmetic rather than through feemath.
+ */
+#include "common/fee_policy.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static const enum fee_congestion levels[] = {FEE_CONGESTION_LOW, FEE_CONGESTION_ELEVATED,
+					     FEE_CONGESTION_HIGH, FEE_CONGESTION_SEVERE};
+
+/* Reference: ceil-compounded base * m^n with the cap, and whether the cap bound it. */
+static uint64_t ref_bid(uint64_t base, uint32_t milli, uint32_t n, uint64_t cap, bool *hit)
+{
+	unsigned __int128 f = base;
+
+	*hit = false;
+	if (f > cap) {
+		*hit = true;
+		return cap;
+	}
+	for (uint32_t i = 0; i < n && f < cap; i++) {
+		f = (f * milli + 999) / 1000;
+		if (f > cap) {
+			*hit = true;
+			return cap;
+		}
+	}
+	return (uint64_t)f;
+}
+
+static void view_make(struct fee_view *v, uint64_t rec, uint64_t agg, enum fee_congestion c)
+{
+	v->recommended = rec;
+	v->aggressive = agg;
+	v->congestion = c;
+	v->stale = false;
+	v->none = false;
+	v->age_ms = 5;
+}
+
+START_TEST(test_fee_policy_exhaustive)
+{
+	static const uint64_t recs[] = {0, 1, 100, 250, 1000, 99999, 5000000, 10000000, UINT64_MAX};
+	static const uint64_t aggs[] = {0, 100, 400, 20000, 10000001, UINT64_MAX};
+	static const uint64_t caps[] = {100, 1000, 10000000};
+	static const uint32_t mults[] = {1001, 1500, 2000, 100000};
+	static const int64_t spent[] = {0, 1, 29999, 30000, 590000, 599999, 600000, 700000};
+	struct fee_policy_params p = {.low_defer_ms = 30000, .low_max_defer_ms = 600000};
+	unsigned checked = 0;
+
+	for (int pr = 0; pr < OP_PRIO_COUNT; pr++)
+		for (size_t li = 0; li < 4; li++)
+			for (size_t ri = 0; ri < sizeof(recs) / sizeof(recs[0]); ri++)
+				for (size_t ai = 0; ai < sizeof(aggs) / sizeof(aggs[0]); ai++)
+					for (size_t ci = 0; ci < sizeof(caps) / sizeof(caps[0]);
+					     ci++)
+						for (size_t mi = 0;
+						     mi < sizeof(mults) / sizeof(mults[0]); mi++)
+							for (uint32_t step = 0; step < 12; step++)
+								for (size_t si = 0;
+								     si < sizeof(spent) /
+										  sizeof(spent[0]);
+								     si++) {
+									struct fee_view v;
+									struct fee_decision d;
+									view_make(&v, recs[ri],
+										  aggs[ai],
+										  levels[li]);
+									p.max_abs_fee = caps[ci];
+									p.bump_milli = mults[mi];
+									struct fee_policy_in in = {
+										.priority =
+											(enum op_priority)
+												pr,
+										.view = &v,
+										.step = step,
+										.deferred_ms =
+											spent[si]};
+									fee_policy_decide(&d, &p,
+											  &in);
+									checked++;
+
+									bool want_defer =
+										pr == OP_PRIO_LOW &&
+										levels[li] >=
+											FEE_CONGESTION_HIGH &&
+										spent[si] <
+											p.low_max_defer_ms;
+									ck_assert_int_eq(
+										d.defer,
+										want_defer);
+									if (d.defer) {
+										int64_t left =
+											p.low_max_defer_ms -
+											spent[si];
+										ck_assert_int_gt(
+											d.defer_ms,
+											0);
+										ck_assert_int_le(
+											d.defer_ms,
+											p.low_defer_ms);
+										ck_assert_int_le(
+											spent[si] +
+												d.defer_ms,
+											p.low_max_defer_ms);
+										ck_assert_int_eq(
+											d.defer_ms,
+											left < p.low_defer_ms
+												? left
+												: p.low_defer_ms);
+										continue;
+									}
+									bool want_agg =
+										pr == OP_PRIO_CRITICAL &&
+										levels[li] >=
+											FEE_CONGESTION_ELEVATED &&
+										aggs[ai] > recs[ri];
+									ck_assert_int_eq(
+										d.aggressive,
+										want_agg);
+									uint64_t base =
+										want_agg ? aggs[ai]
+											 : recs[ri];
+									if (base <
+									    FEE_POLICY_MIN_FEE)
+										base = FEE_POLICY_MIN_FEE;
+									bool hit;
+									uint64_t want = ref_bid(
+										base, mults[mi],
+										step, caps[ci],
+										&hit);
+									ck_assert_uint_eq(d.fee,
+											  want);
+									ck_assert_int_eq(
+										d.max_fee_hit, hit);
+									ck_assert_uint_ge(
+										d.fee,
+										FEE_POLICY_MIN_FEE);
+									ck_assert_uint_le(d.fee,
+											  caps[ci]);
+								}
+	ck_assert_uint_gt(checked, 100000);
+}
+END_TEST
+
+/* LOW under sustained congestion: deferral steps add up to exactly the budget, then it submits. */
+START_TEST(test_fee_policy_low_budget)
+{
+	static const int64_t steps[] = {1, 7000, 30000, 600000, 900000};
+	static const int64_t budgets[] = {0, 1, 30000, 65000, 600000};
+
+	for (size_t i = 0; i < 5; i++)
+		for (size_t j = 0; j < 5; j++) {
+			struct fee_policy_params p = {.max_abs_fee = 10000000,
+						      .bump_milli = 2000,
+						      .low_defer_ms = steps[i],
+						      .low_max_defer_ms = budgets[j]};
+			struct fee_view v;
+			struct fee_decision d;
+			int64_t spent = 0;
+			int rounds = 0;
+
+			view_make(&v, 300, 900, FEE_CONGESTION_SEVERE);
+			for (;;) {
+				struct fee_policy_in in = {
+					.priority = OP_PRIO_LOW, .view = &v, .deferred_ms = spent};
+				fee_policy_decide(&d, &p, &in);
+				if (!d.defer)
+					break;
+				spent += d.defer_ms;
+				ck_assert_int_lt(++rounds, 1000000);
+			}
+			ck_assert_int_eq(spent, budgets[j]);
+			ck_assert_uint_eq(d.fee, 300);
+			ck_assert(!d.aggressive);
+		}
+}
+END_TEST
+
+/* A stale view (already mapped by fee_view_eval) never defers LOW nor goes aggressive. */
+START_TEST(test_fee_policy_stale_view)
+{
+	struct fee_snapshot s = {.recommended_base_fee = 5000,
+				 .aggressive_base_fee = 90000,
+				 .congestion = FEE_CONGESTION_SEVERE,
+				 .sampled_at_ms = 1000,
+				 .ttl_ms = 2000};
+	struct fee_policy_params p = {.max_abs_fee = 10000000,
+				      .bump_milli = 2000,
+				      .low_defer_ms = 30000,
+				      .low_max_defer_ms = 600000};
+	struct fee_view v;
+	struct fee_decision d;
+
+	fee_view_eval(&v, &s, 1000 + 2000 + FEE_VIEW_GRACE_MS + 1, 123);
+	ck_assert(v.stale);
+	for (int pr = 0; pr < OP_PRIO_COUNT; pr++) {
+		struct fee_policy_in in = {.priority = (enum op_priority)pr, .view = &v};
+		fee_policy_decide(&d, &p, &in);
+		ck_assert(!d.defer);
+		ck_assert(!d.aggressive);
+		ck_assert_uint_eq(d.fee, 123);
+	}
+	fee_view_eval(&v, &s, 1500, 123);
+	struct fee_policy_in crit = {.priority = OP_PRIO_CRITICAL, .view = &v, .step = 1};
+	fee_policy_decide(&d, &p, &crit);
+	ck_assert(d.aggressive);
+	ck_assert_uint_eq(d.fee, 180000);
+}
+END_TEST
+
+static Suite *fee_policy_suite(void)
+{
+	Suite *s = suite_create("fee_policy");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_fee_policy_exhaustive);
+	tcase_add_test(tc, test_fee_policy_low_budget);
+	tcase_add_test(tc, test_fee_policy_stale_view);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(fee_policy_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
