@@ -15,7 +15,6 @@
 #include <jansson.h>
 
 int chain_init(const struct sim_config *cfg);
-void chain_release(void);
 const struct sim_config *chain_config(void);
 
 /* Close one ledger now (the timer thread calls this every --ledger-ms). */

@@ -17,14 +17,15 @@
  * Decode and check b64. Returns a new sim_tx (caller frees with
  * sim_tx_free), or NULL with err set when the XDR does not decode (the RPC's
  * -32602 "invalid_xdr"). Validity problems do not fail: they are recorded in
- * static_code / inner_static_code for admission to report.
- * xtx_out (may be NULL) receives a copy of the decoded inner transaction
- * whose views point into *raw_out (caller frees) - simulate uses it.
+ * static_code / sig_code / outer_sig_code for admission to report.
  */
 struct sim_tx *envelope_decode(const struct sim_config *cfg, const char *b64, size_t len,
 			       struct outbox_error *err);
 
-/* Like envelope_decode, for simulateTransaction: signatures are not checked. */
+/*
+ * Like envelope_decode, for simulateTransaction: signatures are not checked,
+ * and tx->auth_b64 receives the SOURCE_ACCOUNT auth entry the call needs.
+ */
 struct sim_tx *envelope_decode_unsigned(const struct sim_config *cfg, const char *b64, size_t len,
 					struct outbox_error *err);
 
