@@ -32,6 +32,37 @@ static int copy_line(char *dst, size_t n, const char *s)
 	return 0;
 }
 
+/*
+ * Is s valid UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF)? The server would refuse it too, but only with a generic error
+ * that cannot name the field.
+ */
+static int utf8_valid(const unsigned char *s)
+{
+	while (*s) {
+		unsigned c = *s++, n, cp, min;
+
+		if (c < 0x80)
+			continue;
+		if ((c & 0xe0) == 0xc0)
+			n = 1, cp = c & 0x1f, min = 0x80;
+		else if ((c & 0xf0) == 0xe0)
+			n = 2, cp = c & 0x0f, min = 0x800;
+		else if ((c & 0xf8) == 0xf0)
+			n = 3, cp = c & 0x07, min = 0x10000;
+		else
+			return 0;
+		for (; n; n--, s++) {
+			if ((*s & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (*s & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+	}
+	return 1;
+}
+
 static int map_error(PGconn *conn, PGresult *res, struct outbox_error *err)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -92,6 +123,9 @@ static int copy_result(PGresult *res, struct outbox_enqueued *out, struct outbox
 int outbox_enqueue(PGconn *conn, const struct outbox_intent *in, struct outbox_enqueued *out,
 		   struct outbox_error *err)
 {
+	static const char *const names[6] = {
+		"kind", "user_id", "business_record_id", "signer", "payload", "priority",
+	};
 	const char *params[6];
 	PGresult *res;
 	int rc;
@@ -112,6 +146,11 @@ int outbox_enqueue(PGconn *conn, const struct outbox_intent *in, struct outbox_e
 	params[3] = in->signer;
 	params[4] = in->payload_json;
 	params[5] = in->priority;
+	if (PQclientEncoding(conn) == pg_char_to_encoding("UTF8"))
+		for (int i = 0; i < 6; i++)
+			if (params[i] && !utf8_valid((const unsigned char *)params[i]))
+				return outbox_error_set(err, OUTBOX_EINVAL, names[i],
+							"is not valid UTF-8");
 	res = PQexecParams(conn, ENQUEUE_SQL, 6, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		rc = map_error(conn, res, err);
