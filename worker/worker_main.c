@@ -1,38 +1,40 @@
 /*
- * worker_main.c - a worker process: its event loop skeleton.
+ * worker_main.c - a worker process: the dispatch engine's event loop.
  *
- * This is the loop the dispatch engine (a later issue) plugs into. Today it
- *	- attaches (the mapping is inherited), registers as the QSBR reader at
- *	  its process index and goes online;
- *	- every iteration: reports a quiescent state, reads the current fee
- *	  snapshot in place through fee_view (the stale fallback lives there),
- *	  counts the read in its stats block and heartbeats;
- *	- sleeps in epoll on: its doorbell eventfd (ring hints), a timerfd at
- *	  OUTBOX_DISPATCH_INTERVAL_MS (the sweep), the signalfd and the
- *	  supervisor death pipe, with a WORKER_TICK_MS timeout so heartbeats
- *	  never stop while idle;
- *	- goes offline in QSBR before every epoll_wait and back online after it
- *	  (a sleeping worker must never hold the oracle back);
- *	- on SIGTERM (or the supervisor's death) drains: STOPPING, offline, exit 0.
+ * One epoll set over: the signalfd and the supervisor death pipe (drain),
+ * the ring doorbell (hints from other roles: a wake-up claims at once), a
+ * timerfd at OUTBOX_DISPATCH_INTERVAL_MS (the sweep: claims whatever a hint
+ * missed, backoff timers included), the PostgreSQL connection (pgq.h) and
+ * the RPC client's fd (rpc.h). Every turn: QSBR quiescent point, fee view
+ * for this turn, heartbeat; reconnect PostgreSQL when due; renew and
+ * acquire leases (leases.c); claim when asked (claim.c); run due jobs
+ * (attempt.c, follow.c).
  *
- * At start it re-checks the signer keys file (it will sign with those keys):
- * a file that became unusable (mode, content) is a configuration error, exit
- * 2, which the supervisor does not restart.
+ * Wake-up: the worker LISTENs on outbox_wake on its own connection (the
+ * CRITICAL-only NOTIFY of schema/0003_wakeup.sql). The gateway that would
+ * relay NOTIFYs into the rings does not exist yet, so each worker listens
+ * directly for now; NORMAL/LOW work is found by the sweep and by the lane
+ * poll of a busy worker (claim.c).
  *
- * Nothing from a snapshot is kept across iterations: the pointer is valid
- * only between two quiescent points.
+ * Drain (SIGTERM, supervisor gone): stop claiming, abandon jobs (their ops
+ * stay SUBMITTED or PENDING in PostgreSQL; the next owner reconciles them),
+ * release the leases so a peer can take them at once, exit 0.
+ *
+ * At start it re-checks the signer keys file and loads it: a file that became
+ * unusable is a configuration error, exit 2, which the supervisor does not
+ * restart.
  */
-#include "common/child.h"
-#include "common/fee_view.h"
-#include "common/keys.h"
+#include "worker/worker.h"
+
 #include "common/log.h"
-#include "common/shm/fee_snapshot.h"
-#include "common/shm/proc_table.h"
-#include "common/shm/stats.h"
+#include "common/shm/inflight.h"
+#include "common/stellar/sign.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
@@ -40,17 +42,7 @@
 
 #define WORKER_TICK_MS 100
 
-enum { EV_SIGNAL = 1, EV_DEATH, EV_DOORBELL, EV_TIMER };
-
-struct worker {
-	struct child_ctx *ctx;
-	struct fee_reader reader;
-	struct shm_proc_slot *slot;
-	struct shm_stats_block *stats;
-	struct shm_doorbell *db;
-	int db_fd, sig_fd, ep, timer_fd;
-	bool draining;
-};
+enum { EV_SIGNAL = 1, EV_DEATH, EV_DOORBELL, EV_TIMER, EV_PG, EV_RPC };
 
 static int epoll_add(int ep, int fd, uint64_t tag)
 {
@@ -69,20 +61,77 @@ static int arm_timer(int fd, int64_t ms)
 	return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
+void worker_schedule_claim(struct worker *w, int64_t in_ms)
+{
+	int64_t at = pgq_now_ms() + in_ms;
+
+	if (w->claiming) {
+		if (in_ms == 0)
+			w->claim_again = true;
+		return;
+	}
+	if (!w->next_claim_ms || at < w->next_claim_ms)
+		w->next_claim_ms = at;
+}
+
+int64_t worker_epoch(const struct worker *w, int vshard)
+{
+	return vshard >= 0 && vshard < w->nvshards ? w->leases[vshard].epoch : 0;
+}
+
 /* Read the snapshot for this iteration and account for it. */
 static void read_fees(struct worker *w)
 {
 	const struct fee_snapshot *s = fee_snapshot_get(&w->reader);
-	struct fee_view v;
 
-	fee_view_eval(&v, s, shm_realtime_ms(), (uint64_t)w->ctx->cfg->fee_oracle_default_base_fee);
+	fee_view_eval(&w->fees, s, shm_realtime_ms(),
+		      (uint64_t)w->ctx->cfg->fee_oracle_default_base_fee);
 	stats_counter_add(w->stats, MET_SNAPSHOT_READS, 1);
-	if (v.stale)
+	if (w->fees.stale)
 		stats_counter_add(w->stats, MET_SNAPSHOT_STALE, 1);
-	stats_gauge_set(w->stats, MET_SNAPSHOT_AGE_MS, v.none ? -1 : (int64_t)v.age_ms);
-	stats_gauge_set(w->stats, MET_FEE_RECOMMENDED, (int64_t)v.recommended);
-	stats_gauge_set(w->stats, MET_FEE_AGGRESSIVE, (int64_t)v.aggressive);
-	stats_gauge_set(w->stats, MET_FEE_CONGESTION, (int64_t)v.congestion);
+	stats_gauge_set(w->stats, MET_SNAPSHOT_AGE_MS, w->fees.none ? -1 : (int64_t)w->fees.age_ms);
+	stats_gauge_set(w->stats, MET_FEE_RECOMMENDED, (int64_t)w->fees.recommended);
+	stats_gauge_set(w->stats, MET_FEE_AGGRESSIVE, (int64_t)w->fees.aggressive);
+	stats_gauge_set(w->stats, MET_FEE_CONGESTION, (int64_t)w->fees.congestion);
+	stats_gauge_set(w->stats, MET_INFLIGHT, w->inflight);
+}
+
+static void on_notify(const char *channel, const char *extra, void *arg)
+{
+	struct worker *w = arg;
+
+	(void)extra;
+	if (!strcmp(channel, "outbox_wake"))
+		worker_schedule_claim(w, 0);
+}
+
+static void on_listen(PGresult *res, void *arg)
+{
+	(void)arg;
+	if (res && !pgq_ok(res))
+		log_warn("listen outbox_wake: %s", PQresultErrorMessage(res));
+}
+
+static void on_connect(bool up, void *arg)
+{
+	struct worker *w = arg;
+
+	w->pg_up = up;
+	if (!up) {
+		/* Every write in flight has an unknown outcome: start over from the database. */
+		for (int v = 0; v < w->nvshards; v++) {
+			job_abandon_vshard(w, v);
+			w->leases[v].epoch = 0;
+			w->leases[v].reconciled = false;
+			w->leases[v].reconciling = false;
+			w->leases[v].acquiring = false;
+		}
+		w->claiming = w->renewing = false;
+		return;
+	}
+	log_info("postgresql connected");
+	pgq_send(&w->pg, "LISTEN outbox_wake", 0, NULL, on_listen, w);
+	leases_start(w);
 }
 
 static void handle(struct worker *w, const struct epoll_event *ev)
@@ -108,16 +157,25 @@ static void handle(struct worker *w, const struct epoll_event *ev)
 		break;
 	case EV_DOORBELL:
 		stats_counter_add(w->stats, MET_DOORBELL_WAKEUPS, 1);
+		worker_schedule_claim(w, 0);
 		break;
 	case EV_TIMER:
-		(void)!read(w->timer_fd, &n, sizeof(n)); /* the sweep goes here (dispatch issue) */
+		(void)!read(w->timer_fd, &n, sizeof(n));
+		worker_schedule_claim(w, 0);
+		break;
+	case EV_PG:
+		pgq_on_ready(&w->pg, ev->events);
+		break;
+	case EV_RPC:
+		rpc_client_perform(w->rpc);
 		break;
 	}
 }
 
-static int setup(struct worker *w)
+static int setup(struct worker *w, struct outbox_error *err)
 {
 	const struct child_ctx *ctx = w->ctx;
+	struct rpc_config rc_cfg = {.url = ctx->cfg->rpc_url};
 	int rc;
 
 	w->slot = shm_proc_slot(ctx->seg, ctx->proc);
@@ -134,35 +192,94 @@ static int setup(struct worker *w)
 	w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (w->ep < 0 || w->timer_fd < 0)
 		return -errno;
+	w->nvshards = (int)ctx->cfg->vshards;
+	w->leases = calloc((size_t)w->nvshards, sizeof(*w->leases));
+	if (!w->leases)
+		return -ENOMEM;
+	snprintf(w->owner, sizeof(w->owner), "%s/%u/%ld", ctx->cfg->instance, ctx->index,
+		 (long)getpid());
+	stellar_network_id(ctx->cfg->network_passphrase, w->network_id);
+	w->rpc = rpc_client_new(&rc_cfg, err);
+	if (!w->rpc)
+		return -EINVAL;
+	if ((rc = pgq_init(&w->pg, ctx->cfg->database_url, w->ep, EV_PG, on_notify, on_connect, w)))
+		return rc;
 	if ((rc = epoll_add(w->ep, w->sig_fd, EV_SIGNAL)) ||
 	    (rc = epoll_add(w->ep, ctx->death_fd, EV_DEATH)) ||
 	    (rc = epoll_add(w->ep, w->db_fd, EV_DOORBELL)) ||
-	    (rc = epoll_add(w->ep, w->timer_fd, EV_TIMER)))
+	    (rc = epoll_add(w->ep, w->timer_fd, EV_TIMER)) ||
+	    (rc = epoll_add(w->ep, rpc_client_fd(w->rpc), EV_RPC)))
 		return rc;
+	inflight_set(ctx->seg, ctx->index, 0);
 	return arm_timer(w->timer_fd, ctx->cfg->dispatch_interval_ms);
+}
+
+static int wait_ms(struct worker *w, int64_t now)
+{
+	int64_t t = WORKER_TICK_MS;
+	int rt = rpc_client_timeout_ms(w->rpc);
+
+	if (rt >= 0 && rt < t)
+		t = rt;
+	if (w->next_claim_ms && w->next_claim_ms - now < t)
+		t = w->next_claim_ms - now;
+	for (struct job *j = w->jobs; j && t > 0; j = j->next)
+		if (!j->busy && j->due_ms - now < t)
+			t = j->due_ms - now;
+	return t < 0 ? 0 : (int)t;
+}
+
+static void turn(struct worker *w)
+{
+	int64_t now = pgq_now_ms();
+
+	pgq_tick(&w->pg, now);
+	leases_tick(w, now);
+	if (w->next_claim_ms && now >= w->next_claim_ms && !w->claiming) {
+		w->next_claim_ms = 0;
+		claim_tick(w);
+	}
+	jobs_tick(w, now);
+}
+
+static void drain(struct worker *w)
+{
+	int64_t until = pgq_now_ms() + 2000;
+
+	leases_release_all(w);
+	while (pgq_pending(&w->pg) && pgq_now_ms() < until) {
+		struct epoll_event evs[8];
+		int n = epoll_wait(w->ep, evs, 8, 50);
+		for (int i = 0; i < n; i++)
+			if (evs[i].data.u64 == EV_PG)
+				pgq_on_ready(&w->pg, evs[i].events);
+			else if (evs[i].data.u64 == EV_RPC)
+				rpc_client_perform(w->rpc);
+	}
 }
 
 int worker_main(struct child_ctx *ctx)
 {
-	struct worker w = {.ctx = ctx, .ep = -1, .timer_fd = -1};
+	struct worker w = {.ctx = ctx, .cfg = ctx->cfg, .ep = -1, .timer_fd = -1};
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	struct epoll_event evs[8];
+	struct epoll_event evs[32];
 	int rc;
 
 	w.sig_fd = child_init(ctx);
 	if (w.sig_fd < 0)
 		return 1;
-	if (keys_file_check(ctx->cfg->signer_keys_file, NULL, &err)) {
+	if (keys_file_check(ctx->cfg->signer_keys_file, NULL, &err) || signers_load(&w, &err)) {
 		log_err("cannot run: %s", err.msg);
 		return 2;
 	}
-	rc = setup(&w);
+	rc = setup(&w, &err);
 	if (rc) {
-		log_err("worker setup: %s", strerror(rc < 0 && rc > -4096 ? -rc : EINVAL));
+		log_err("worker setup: %s",
+			err.msg[0] ? err.msg : strerror(rc < 0 && rc > -4096 ? -rc : EINVAL));
 		return 1;
 	}
 	proc_slot_running(w.slot);
-	log_info("running");
+	log_info("running as %s", w.owner);
 
 	while (!w.draining) {
 		int n;
@@ -172,16 +289,18 @@ int worker_main(struct child_ctx *ctx)
 		proc_slot_heartbeat(w.slot);
 		stats_counter_add(w.stats, MET_HEARTBEATS, 1);
 		stats_counter_add(w.stats, MET_LOOP_ITERATIONS, 1);
+		turn(&w);
 
 		doorbell_prepare(w.db);
 		qsbr_offline(&w.reader.q, w.reader.me);
-		n = epoll_wait(w.ep, evs, 8, WORKER_TICK_MS);
+		n = epoll_wait(w.ep, evs, 32, wait_ms(&w, pgq_now_ms()));
 		qsbr_online(&w.reader.q, w.reader.me);
 		doorbell_done(w.db, w.db_fd);
 		if (n == 0)
 			stats_counter_add(w.stats, MET_DOORBELL_TIMEOUTS, 1);
 		for (int i = 0; i < n; i++)
 			handle(&w, &evs[i]);
+		rpc_client_perform(w.rpc);
 		if (child_supervisor_gone(ctx) && !w.draining) {
 			log_warn("supervisor gone: draining");
 			w.draining = true;
@@ -190,6 +309,10 @@ int worker_main(struct child_ctx *ctx)
 
 	proc_slot_stopping(w.slot);
 	qsbr_offline(&w.reader.q, w.reader.me);
+	drain(&w);
+	rpc_client_free(w.rpc);
+	pgq_release(&w.pg);
+	signers_release(&w);
 	log_info("stopped");
 	return 0;
 }

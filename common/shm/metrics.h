@@ -46,7 +46,17 @@
 	X(MET_HINTS_DROPPED, "outbox_hints_dropped_total", "ring hints dropped because a ring was full") \
 	X(MET_INFLIGHT_DENIED, "outbox_inflight_denied_total", "transactions refused by the global in-flight cap") \
 	X(MET_DOORBELL_WAKEUPS, "outbox_doorbell_wakeups_total", "doorbell waits ended by a ring") \
-	X(MET_DOORBELL_TIMEOUTS, "outbox_doorbell_timeouts_total", "doorbell waits ended by their timeout")
+	X(MET_DOORBELL_TIMEOUTS, "outbox_doorbell_timeouts_total", "doorbell waits ended by their timeout") \
+	X(MET_CLAIMS, "outbox_claims_total", "ops claimed by workers") \
+	X(MET_ATTEMPTS_RECORDED, "outbox_attempts_recorded_total", "attempt rows committed before a send") \
+	X(MET_SENDS, "outbox_sends_total", "sendTransaction calls (first sends and re-sends)") \
+	X(MET_OPS_CONFIRMED, "outbox_ops_confirmed_total", "ops confirmed on chain") \
+	X(MET_OPS_FAILED, "outbox_ops_failed_total", "ops marked FAILED") \
+	X(MET_OPS_RETRIED, "outbox_ops_retried_total", "ops sent back to PENDING with backoff") \
+	X(MET_OPS_DEFERRED, "outbox_ops_deferred_total", "LOW ops deferred under congestion") \
+	X(MET_FEE_BUMPS, "outbox_fee_bumps_total", "fee-bump envelopes recorded and sent") \
+	X(MET_MAX_FEE_HIT, "outbox_max_fee_hit_total", "bids bound by OUTBOX_MAX_ABS_FEE") \
+	X(MET_EXPIRED, "outbox_tx_expired_total", "transactions proven expired unexecuted")
 
 #define SHM_GAUGES(X) \
 	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \
@@ -59,7 +69,9 @@
 #define SHM_HISTOGRAMS(X) \
 	X(MET_LOOP_LATENCY_US, "outbox_loop_latency_us", "event loop iteration time in microseconds", 16) \
 	X(MET_FEE_POLL_MS, "outbox_fee_poll_ms", "fee oracle poll round trip in milliseconds", 4) \
-	X(MET_PUBLISH_WAIT_US, "outbox_fee_publish_wait_us", "time a publish waited for a free slot in microseconds", 1)
+	X(MET_PUBLISH_WAIT_US, "outbox_fee_publish_wait_us", "time a publish waited for a free slot in microseconds", 1) \
+	X(MET_ENQUEUE_TO_CLAIM_MS, "outbox_enqueue_to_claim_ms", "op creation to claim in milliseconds", 1) \
+	X(MET_ENQUEUE_TO_SEND_MS, "outbox_enqueue_to_send_ms", "op creation to first send in milliseconds", 1)
 /* clang-format on */
 
 #define SHM_METRIC_ENUM_(id, ...) id,

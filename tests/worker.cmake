@@ -1,0 +1,33 @@
+# Dispatch engine (issue 6): the structural executors test and the
+# integration suites that drive outboxd + stellar-sim.
+
+# Only worker/executors.c may call the raw submit function: every envelope
+# leaves through the executors table, after its attempt row committed. The
+# test lists the undefined references to submit_raw_send in every object of
+# the worker library and fails on any object but executors.c.o (and when
+# executors.c.o does not reference it, or submit.c.o does not define it, so
+# the check cannot pass vacuously after a rename).
+if(TARGET outbox_worker)
+	find_program(OUTBOX_NM nm)
+	if(OUTBOX_NM)
+		add_test(NAME worker_raw_submit_only_in_executors
+			COMMAND sh -c "set -e
+out=$(\"$0\" -A \"$1\")
+bad=$(printf '%s\\n' \"$out\" | grep ' U submit_raw_send$' | grep -v ':executors\\.c\\.o:' || true)
+if [ -n \"$bad\" ]; then echo \"raw submit referenced outside executors.c: $bad\"; exit 1; fi
+printf '%s\\n' \"$out\" | grep -q ':executors\\.c\\.o: *U submit_raw_send$' || { echo 'executors.c.o does not call submit_raw_send'; exit 1; }
+printf '%s\\n' \"$out\" | grep -q ':submit\\.c\\.o:.* T submit_raw_send$' || { echo 'submit.c.o does not define submit_raw_send'; exit 1; }
+echo ok" ${OUTBOX_NM} $<TARGET_FILE:outbox_worker>)
+		set_tests_properties(worker_raw_submit_only_in_executors PROPERTIES LABELS unit)
+	endif()
+endif()
+
+foreach(t check_dispatch)
+	if(TARGET ${t})
+		foreach(dep outboxd outboxctl stellar-sim)
+			if(TARGET ${dep})
+				add_dependencies(${t} ${dep})
+			endif()
+		endforeach()
+	endif()
+endforeach()

@@ -1,0 +1,225 @@
+/*
+ * leases.c - vshard leases: acquire, renew, release, and what losing one means.
+ *
+ * Worker i of N owns vshards v with v % N == i. At start (and after every
+ * reconnect to PostgreSQL) it asks lease_acquire for each; every
+ * WORKER_FOREIGN_TRY_MS it asks again for those it does not hold, which is
+ * how a second instance takes over the vshards of a dead one once their
+ * leases expired. Held leases are renewed every TTL/3 in one lease_renew.
+ *
+ * A vshard is claimable only after reconcile (reconcile.c) has adopted its
+ * SUBMITTED ops. Losing a lease (renew reports it, or a fenced write fails
+ * with OB403) abandons the vshard's jobs at once: no further writes (the
+ * fence would refuse them anyway) and no further sends of new envelopes.
+ */
+#include "worker/worker.h"
+
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lease_ctx {
+	struct worker *w;
+	int vshard;
+};
+
+static bool mine(const struct worker *w, int v)
+{
+	return (uint32_t)v % (uint32_t)w->cfg->workers == w->ctx->index;
+}
+
+static void on_acquire(PGresult *res, void *arg)
+{
+	struct lease_ctx *c = arg;
+	struct worker *w = c->w;
+	int v = c->vshard;
+
+	free(c);
+	w->leases[v].acquiring = false;
+	if (!res)
+		return;
+	if (!pgq_ok(res)) {
+		log_warn("lease_acquire vshard %d: %s", v, PQresultErrorMessage(res));
+		return;
+	}
+	if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+		return; /* another live owner */
+	int64_t e = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	if (e <= 0)
+		return;
+	if (w->leases[v].epoch != e) {
+		log_info("vshard %d: lease taken, epoch %lld", v, (long long)e);
+		job_abandon_vshard(w, v);
+		w->leases[v].epoch = e;
+		w->leases[v].reconciled = false;
+	}
+	if (!w->leases[v].reconciled && !w->leases[v].reconciling)
+		reconcile_start(w, v);
+}
+
+static void try_acquire(struct worker *w, int v)
+{
+	struct lease_ctx *c;
+	char vs[16], ttl[16];
+	const char *p[3] = {w->owner, vs, ttl};
+
+	if (w->leases[v].acquiring || w->leases[v].epoch)
+		return;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return;
+	*c = (struct lease_ctx){w, v};
+	snprintf(vs, sizeof(vs), "%d", v);
+	snprintf(ttl, sizeof(ttl), "%d", WORKER_LEASE_TTL_MS);
+	if (pgq_send(&w->pg, "SELECT outbox.lease_acquire($1, $2::int, $3::int)", 3, p, on_acquire,
+		     c)) {
+		free(c);
+		return;
+	}
+	w->leases[v].acquiring = true;
+}
+
+void leases_start(struct worker *w)
+{
+	for (int v = 0; v < w->nvshards; v++)
+		if (mine(w, v))
+			try_acquire(w, v);
+	w->next_foreign_ms = pgq_now_ms() + WORKER_FOREIGN_TRY_MS;
+	w->next_renew_ms = pgq_now_ms() + WORKER_LEASE_TTL_MS / 3;
+}
+
+void leases_lost(struct worker *w, int v, const char *why)
+{
+	if (v < 0 || v >= w->nvshards)
+		return;
+	if (w->leases[v].epoch)
+		log_warn("vshard %d: lease lost (%s)", v, why);
+	job_abandon_vshard(w, v);
+	w->leases[v].epoch = 0;
+	w->leases[v].reconciled = false;
+}
+
+void leases_resync(struct worker *w, int v, const char *why)
+{
+	if (v < 0 || v >= w->nvshards)
+		return;
+	log_warn("vshard %d: resync (%s)", v, why);
+	job_abandon_vshard(w, v);
+	w->leases[v].reconciled = false;
+	if (w->leases[v].epoch && w->pg_up && !w->leases[v].reconciling)
+		reconcile_start(w, v);
+}
+
+void leases_write_failed(struct worker *w, int v, const PGresult *res, const char *what)
+{
+	const char *st = pgq_sqlstate(res);
+
+	if (!res) {
+		leases_resync(w, v, "outcome of a write unknown");
+		return;
+	}
+	if (!strcmp(st, "OB403")) {
+		leases_lost(w, v, what);
+		return;
+	}
+	log_err("vshard %d: %s failed: %s %s", v, what, st, PQresultErrorMessage(res));
+	leases_resync(w, v, what);
+}
+
+static void on_renew(PGresult *res, void *arg)
+{
+	struct worker *w = arg;
+	char *s, *end;
+
+	w->renewing = false;
+	if (!res || !pgq_ok(res) || PQntuples(res) != 1) {
+		if (res)
+			log_warn("lease_renew: %s", PQresultErrorMessage(res));
+		return;
+	}
+	if (PQgetisnull(res, 0, 0))
+		return;
+	s = PQgetvalue(res, 0, 0); /* "{3,17}" */
+	for (s += *s == '{'; *s && *s != '}';) {
+		long v = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		leases_lost(w, (int)v, "renew refused");
+		s = end + (*end == ',');
+	}
+}
+
+static void renew(struct worker *w)
+{
+	size_t cap = (size_t)w->nvshards * 24 + 4, a = 0, b = 0;
+	char *vs = malloc(cap), *es = malloc(cap), ttl[16];
+	const char *p[4] = {w->owner, vs, es, ttl};
+
+	if (!vs || !es)
+		goto out;
+	vs[a++] = '{';
+	es[b++] = '{';
+	for (int v = 0; v < w->nvshards; v++) {
+		if (!w->leases[v].epoch)
+			continue;
+		a += (size_t)snprintf(vs + a, cap - a, "%s%d", a > 1 ? "," : "", v);
+		b += (size_t)snprintf(es + b, cap - b, "%s%lld", b > 1 ? "," : "",
+				      (long long)w->leases[v].epoch);
+	}
+	if (a == 1)
+		goto out;
+	snprintf(vs + a, cap - a, "}");
+	snprintf(es + b, cap - b, "}");
+	snprintf(ttl, sizeof(ttl), "%d", WORKER_LEASE_TTL_MS);
+	if (!pgq_send(&w->pg, "SELECT outbox.lease_renew($1, $2::int[], $3::bigint[], $4::int)", 4,
+		      p, on_renew, w))
+		w->renewing = true;
+out:
+	free(vs);
+	free(es);
+}
+
+void leases_tick(struct worker *w, int64_t now)
+{
+	if (!w->pg_up || w->draining)
+		return;
+	if (now >= w->next_renew_ms && !w->renewing) {
+		w->next_renew_ms = now + WORKER_LEASE_TTL_MS / 3;
+		renew(w);
+	}
+	if (now >= w->next_foreign_ms) {
+		w->next_foreign_ms = now + WORKER_FOREIGN_TRY_MS;
+		for (int v = 0; v < w->nvshards; v++) {
+			if (mine(w, v))
+				try_acquire(w, v);
+			if (w->leases[v].epoch && !w->leases[v].reconciled &&
+			    !w->leases[v].reconciling)
+				reconcile_start(w, v);
+		}
+	}
+}
+
+static void on_release(PGresult *res, void *arg)
+{
+	(void)res;
+	(void)arg;
+}
+
+void leases_release_all(struct worker *w)
+{
+	for (int v = 0; v < w->nvshards; v++) {
+		char vs[16], es[24];
+		const char *p[3] = {w->owner, vs, es};
+
+		if (!w->leases[v].epoch)
+			continue;
+		job_abandon_vshard(w, v);
+		snprintf(vs, sizeof(vs), "%d", v);
+		snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
+		pgq_send(&w->pg, "SELECT outbox.lease_release($1, $2::int, $3::bigint)", 3, p,
+			 on_release, NULL);
+		w->leases[v].epoch = 0;
+	}
+}

@@ -1,0 +1,298 @@
+/*
+ * pgq.c - see pgq.h.
+ */
+#include "worker/pgq.h"
+
+#include "common/backoff.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sodium.h>
+#include <time.h>
+
+#define PGQ_BACKOFF_BASE_MS 100
+#define PGQ_BACKOFF_MAX_MS  5000
+
+struct pgq_cmd {
+	struct pgq_cmd *next;
+	pgq_cb cb;
+	void *arg;
+	int n;
+	char *params[PGQ_MAX_PARAMS];
+	char sql[]; /* followed by the parameter strings */
+};
+
+int64_t pgq_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int pgq_init(struct pgq *q, const char *conninfo, int ep, uint64_t tag, pgq_notify_fn on_notify,
+	     pgq_connect_fn on_connect, void *arg)
+{
+	memset(q, 0, sizeof(*q));
+	q->conninfo = strdup(conninfo);
+	if (!q->conninfo)
+		return -ENOMEM;
+	q->ep = ep;
+	q->tag = tag;
+	q->fd = -1;
+	q->on_notify = on_notify;
+	q->on_connect = on_connect;
+	q->arg = arg;
+	return 0;
+}
+
+bool pgq_connected(const struct pgq *q)
+{
+	return q->conn != NULL;
+}
+
+size_t pgq_pending(const struct pgq *q)
+{
+	return q->queued;
+}
+
+const char *pgq_sqlstate(const PGresult *res)
+{
+	const char *s = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return s ? s : "";
+}
+
+bool pgq_ok(const PGresult *res)
+{
+	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+
+	return st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK;
+}
+
+static void set_events(struct pgq *q, uint32_t want)
+{
+	struct epoll_event ev = {.events = want, .data.u64 = q->tag};
+
+	if (q->fd < 0 || want == q->registered_events)
+		return;
+	if (epoll_ctl(q->ep, EPOLL_CTL_MOD, q->fd, &ev) == 0)
+		q->registered_events = want;
+}
+
+static struct pgq_cmd *pop(struct pgq *q)
+{
+	struct pgq_cmd *c = q->head;
+
+	q->head = c->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->head_sent = false;
+	q->queued--;
+	return c;
+}
+
+/* Connection gone: every command learns "unknown" (NULL), in order. */
+static void drop_connection(struct pgq *q, const char *why)
+{
+	if (q->conn) {
+		log_warn("postgresql connection lost: %s", why);
+		if (q->fd >= 0)
+			epoll_ctl(q->ep, EPOLL_CTL_DEL, q->fd, NULL);
+		PQfinish(q->conn);
+		q->conn = NULL;
+		q->fd = -1;
+		q->registered_events = 0;
+	}
+	q->failures++;
+	q->retry_at_ms = pgq_now_ms() +
+			 (int64_t)backoff_full_jitter_ms(
+				 q->failures, PGQ_BACKOFF_BASE_MS, PGQ_BACKOFF_MAX_MS,
+				 ((uint64_t)randombytes_random() << 32) | randombytes_random()) +
+			 1;
+	while (q->head) {
+		struct pgq_cmd *c = pop(q);
+		c->cb(NULL, c->arg);
+		free(c);
+	}
+	if (q->on_connect)
+		q->on_connect(false, q->arg);
+}
+
+/* Put the head command on the wire if nothing is there. */
+static void kick(struct pgq *q)
+{
+	struct pgq_cmd *c = q->head;
+
+	if (!q->conn || !c || q->head_sent)
+		return;
+	if (!PQsendQueryParams(q->conn, c->sql, c->n, NULL, (const char *const *)c->params, NULL,
+			       NULL, 0)) {
+		drop_connection(q, PQerrorMessage(q->conn));
+		return;
+	}
+	q->head_sent = true;
+	set_events(q, PQflush(q->conn) == 1 ? EPOLLIN | EPOLLOUT : EPOLLIN);
+}
+
+int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb, void *arg)
+{
+	size_t len = strlen(sql) + 1, off;
+	struct pgq_cmd *c;
+
+	if (!q->conn)
+		return -ENOTCONN;
+	if (n < 0 || n > PGQ_MAX_PARAMS)
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		len += params[i] ? strlen(params[i]) + 1 : 0;
+	c = malloc(sizeof(*c) + len);
+	if (!c)
+		return -ENOMEM;
+	c->next = NULL;
+	c->cb = cb;
+	c->arg = arg;
+	c->n = n;
+	off = strlen(sql) + 1;
+	memcpy(c->sql, sql, off);
+	for (int i = 0; i < n; i++) {
+		if (!params[i]) {
+			c->params[i] = NULL;
+			continue;
+		}
+		size_t l = strlen(params[i]) + 1;
+		c->params[i] = c->sql + off;
+		memcpy(c->params[i], params[i], l);
+		off += l;
+	}
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	q->queued++;
+	kick(q);
+	return 0;
+}
+
+static void deliver_notifies(struct pgq *q)
+{
+	PGnotify *nf;
+
+	while (q->conn && (nf = PQnotifies(q->conn))) {
+		if (q->on_notify)
+			q->on_notify(nf->relname, nf->extra, q->arg);
+		PQfreemem(nf);
+	}
+}
+
+/* Read every complete result; finish the head command when libpq is done with it. */
+static void collect(struct pgq *q)
+{
+	while (q->conn && q->head_sent && !PQisBusy(q->conn)) {
+		PGresult *r, *last = NULL;
+
+		while ((r = PQgetResult(q->conn))) {
+			if (last)
+				PQclear(last);
+			last = r;
+			if (PQisBusy(q->conn))
+				break;
+		}
+		if (r) /* more results are coming for this command */
+			return;
+		struct pgq_cmd *c = pop(q);
+		c->cb(last, c->arg);
+		PQclear(last);
+		free(c);
+		kick(q);
+	}
+}
+
+void pgq_on_ready(struct pgq *q, uint32_t events)
+{
+	if (!q->conn)
+		return;
+	if (events & (EPOLLOUT)) {
+		int f = PQflush(q->conn);
+		if (f < 0) {
+			drop_connection(q, PQerrorMessage(q->conn));
+			return;
+		}
+		set_events(q, f == 1 ? EPOLLIN | EPOLLOUT : EPOLLIN);
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+		if (!PQconsumeInput(q->conn)) {
+			drop_connection(q, PQerrorMessage(q->conn));
+			return;
+		}
+		deliver_notifies(q);
+		collect(q);
+		deliver_notifies(q);
+	}
+	if (q->conn && PQstatus(q->conn) != CONNECTION_OK)
+		drop_connection(q, "status not ok");
+}
+
+static int connect_now(struct pgq *q)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+	const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
+	const char *vals[] = {q->conninfo, "3", "outboxd-worker", NULL};
+
+	q->conn = PQconnectdbParams(keys, vals, 1);
+	if (!q->conn || PQstatus(q->conn) != CONNECTION_OK) {
+		log_warn("postgresql connect failed: %s",
+			 q->conn ? PQerrorMessage(q->conn) : "out of memory");
+		if (q->conn)
+			PQfinish(q->conn);
+		q->conn = NULL;
+		return -ECONNREFUSED;
+	}
+	if (PQsetnonblocking(q->conn, 1) != 0) {
+		PQfinish(q->conn);
+		q->conn = NULL;
+		return -EIO;
+	}
+	q->fd = PQsocket(q->conn);
+	ev.data.u64 = q->tag;
+	if (epoll_ctl(q->ep, EPOLL_CTL_ADD, q->fd, &ev) < 0) {
+		int e = -errno;
+		PQfinish(q->conn);
+		q->conn = NULL;
+		q->fd = -1;
+		return e;
+	}
+	q->registered_events = EPOLLIN;
+	return 0;
+}
+
+void pgq_tick(struct pgq *q, int64_t now_ms)
+{
+	if (q->conn || now_ms < q->retry_at_ms)
+		return;
+	if (connect_now(q)) {
+		drop_connection(q, "connect");
+		return;
+	}
+	q->failures = 0;
+	q->retry_at_ms = 0;
+	if (q->on_connect)
+		q->on_connect(true, q->arg);
+}
+
+void pgq_release(struct pgq *q)
+{
+	if (q->conn)
+		drop_connection(q, "closing");
+	while (q->head) {
+		struct pgq_cmd *c = pop(q);
+		c->cb(NULL, c->arg);
+		free(c);
+	}
+	free(q->conninfo);
+	q->conninfo = NULL;
+}

@@ -1,0 +1,86 @@
+/*
+ * pgq.h - a non-blocking libpq command queue for the worker's epoll loop.
+ *
+ * One PostgreSQL connection, one command on the wire at a time, a FIFO of
+ * the rest. Each command is one parameterised statement (text parameters,
+ * copied at pgq_send) and a callback that runs exactly once:
+ *
+ *	with the command's last PGresult (PGRES_TUPLES_OK, PGRES_COMMAND_OK or
+ *	PGRES_FATAL_ERROR: check PQresultStatus and pgq_sqlstate), owned by pgq
+ *	and cleared after the callback returns; or
+ *	with NULL when the connection was lost: the command MAY have committed.
+ *	Callers treat NULL as "outcome unknown" (the worker drops its claims and
+ *	re-reconciles from PostgreSQL, which is the truth).
+ *
+ * The connection is made with the blocking PQconnectdb (a local server
+ * answers in milliseconds, connect_timeout bounds the rest), then switched to
+ * non-blocking mode; after a loss pgq reconnects with full-jitter backoff
+ * (pgq_tick) and calls on_connect so the owner can LISTEN again and rebuild
+ * its state. Notifications (LISTEN) go to on_notify as they are read.
+ *
+ * Registration: pgq_fd() is added to the owner's epoll set with the tag the
+ * owner chooses; pgq_events() says which events to wait for (EPOLLOUT only
+ * while output is unflushed) and pgq_on_ready() handles them.
+ */
+#ifndef OUTBOX_WORKER_PGQ_H
+#define OUTBOX_WORKER_PGQ_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PGQ_MAX_PARAMS 16
+
+struct pgq;
+typedef void (*pgq_cb)(PGresult *res, void *arg);
+typedef void (*pgq_notify_fn)(const char *channel, const char *extra, void *arg);
+typedef void (*pgq_connect_fn)(bool up, void *arg);
+
+struct pgq_cmd;
+
+struct pgq {
+	char *conninfo;
+	PGconn *conn;
+	int ep;       /* owner's epoll fd */
+	uint64_t tag; /* epoll data for our socket */
+	int fd;       /* registered socket, -1 when none */
+	uint32_t registered_events;
+	struct pgq_cmd *head, *tail; /* head is on the wire when sent */
+	bool head_sent;
+	size_t queued;
+	uint32_t failures;
+	int64_t retry_at_ms; /* monotonic; 0 = connected or not yet tried */
+	pgq_notify_fn on_notify;
+	pgq_connect_fn on_connect;
+	void *arg;
+};
+
+/* Set up (not connected yet: pgq_tick connects). 0 or -ENOMEM. */
+int pgq_init(struct pgq *q, const char *conninfo, int ep, uint64_t tag, pgq_notify_fn on_notify,
+	     pgq_connect_fn on_connect, void *arg);
+void pgq_release(struct pgq *q);
+
+bool pgq_connected(const struct pgq *q);
+
+/* Queue a command; cb runs later (never from here). 0, -ENOTCONN or -ENOMEM. */
+int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
+	     void *arg);
+
+/* Epoll said our socket is ready. */
+void pgq_on_ready(struct pgq *q, uint32_t events);
+
+/* Reconnect when due; call every loop turn with CLOCK_MONOTONIC ms. */
+void pgq_tick(struct pgq *q, int64_t now_ms);
+
+/* Commands queued or on the wire. */
+size_t pgq_pending(const struct pgq *q);
+
+/* SQLSTATE of an error result, "" otherwise. */
+const char *pgq_sqlstate(const PGresult *res);
+
+/* True when res is a successful result. */
+bool pgq_ok(const PGresult *res);
+
+int64_t pgq_now_ms(void);
+
+#endif

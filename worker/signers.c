@@ -1,0 +1,117 @@
+/*
+ * signers.c - the signers this worker signs for: keys and sequence cache.
+ *
+ * Keys: the keys file is loaded once into libsodium memory (common/keys.h).
+ * A keypair (its own guarded allocation) exists only for the duration of one
+ * signature. Signers are found by their G... id in an open-addressing table
+ * that grows as ops of new signers are claimed.
+ *
+ * Sequence cache: seq is the last sequence number known to be used on
+ * chain. It is set from getLedgerEntries, advanced when one of our
+ * transactions lands (SUCCESS or FAILED both consume it), and invalidated on
+ * txBAD_SEQ or any doubt (reconcile), so the next attempt asks the RPC again.
+ */
+#include "worker/worker.h"
+
+#include "common/stellar/sign.h"
+#include "common/stellar/strkey.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+int signers_load(struct worker *w, struct outbox_error *err)
+{
+	return signer_keys_load(&w->keys, w->cfg->signer_keys_file, err);
+}
+
+static uint64_t id_hash(const char *id)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *id; id++)
+		h = (h ^ (uint8_t)*id) * 1099511628211ull;
+	return h;
+}
+
+static int grow(struct worker *w)
+{
+	size_t cap = w->signers_cap ? w->signers_cap * 2 : 256;
+	struct signer **t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->signers_cap; i++) {
+		struct signer *s = w->signers[i];
+		if (!s)
+			continue;
+		size_t k = id_hash(s->id) & (cap - 1);
+		while (t[k])
+			k = (k + 1) & (cap - 1);
+		t[k] = s;
+	}
+	free(w->signers);
+	w->signers = t;
+	w->signers_cap = cap;
+	return 0;
+}
+
+/* Signers are allocated one by one, so jobs may keep pointers to them. */
+struct signer *signers_get(struct worker *w, const char *id)
+{
+	struct signer *s;
+	size_t k;
+
+	if (strlen(id) != 56)
+		return NULL;
+	if (w->signers_cap) {
+		for (k = id_hash(id) & (w->signers_cap - 1); w->signers[k];
+		     k = (k + 1) & (w->signers_cap - 1))
+			if (!strcmp(w->signers[k]->id, id))
+				return w->signers[k];
+	}
+	if ((w->signers_n + 1) * 2 > w->signers_cap && grow(w))
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	if (strkey_decode_account(id, s->pub, "signer", NULL)) {
+		free(s);
+		return NULL;
+	}
+	memcpy(s->id, id, 57);
+	s->key = signer_keys_find(&w->keys, s->pub);
+	for (k = id_hash(id) & (w->signers_cap - 1); w->signers[k];
+	     k = (k + 1) & (w->signers_cap - 1))
+		;
+	w->signers[k] = s;
+	w->signers_n++;
+	return s;
+}
+
+int signers_sign(struct worker *w, struct signer *s, struct txbuild *b, struct outbox_error *err)
+{
+	struct stellar_keypair kp;
+	int rc;
+
+	if (s->key < 0)
+		return outbox_error_set(err, OUTBOX_EINVAL, "signer",
+					"'%s' has no key in the keys file", s->id);
+	rc = stellar_keypair_from_seed(&kp, w->keys.seed[s->key], err);
+	if (rc)
+		return rc;
+	rc = txbuild_sign(b, &kp, w->network_id, err);
+	stellar_keypair_release(&kp);
+	return rc;
+}
+
+void signers_release(struct worker *w)
+{
+	for (size_t i = 0; i < w->signers_cap; i++)
+		free(w->signers[i]);
+	free(w->signers);
+	w->signers = NULL;
+	w->signers_cap = w->signers_n = 0;
+	signer_keys_release(&w->keys);
+}
