@@ -619,7 +619,10 @@ static const struct bad_case {
 	 "uuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuuu",
 	 "r1", G1, PAY(G2, "5"), NULL, "user_id"},
 	{"newline in user_id", "DEPOSIT", "u\n1", "r1", G1, PAY(G2, "5"), NULL, "user_id"},
-	{"invalid UTF-8 in user_id", "DEPOSIT", "u\xff" "1", "r1", G1, PAY(G2, "5"), NULL, "user_id"},
+	{"invalid UTF-8 in user_id", "DEPOSIT",
+	 "u\xff"
+	 "1",
+	 "r1", G1, PAY(G2, "5"), NULL, "user_id"},
 	{"overlong UTF-8 in business_record_id", "DEPOSIT", "u1", "r\xc0\xaf", G1, PAY(G2, "5"),
 	 NULL, "business_record_id"},
 	{"UTF-8 surrogate in payload", "DEPOSIT", "u1", "r1", G1,
