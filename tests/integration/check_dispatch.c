@@ -1,0 +1,520 @@
+/*
+ * check_dispatch.c - the dispatch engine end to end: outboxd (2 workers) +
+ * stellar-sim (fast ledgers, --debug) + a fresh migrated database.
+ *
+ * Ops are enqueued with outbox.enqueue over several signers whose keys the
+ * test generates (keys file mode 0600) and whose accounts it funds through
+ * /debug/accounts. Every check reads the outcome from the outside: the ops'
+ * status in PostgreSQL and stellar-sim's /debug/executions (successful
+ * executions per op_ref, and the most transactions any account ever had
+ * in flight at once).
+ */
+#include "common/idempotency.h"
+#include "common/stellar/sign.h"
+#include "common/stellar/strkey.h"
+#include "tests/integration/proc_harness.h"
+#include "tests/support/pgtest.h"
+
+#include <sodium.h>
+
+#define N_SIGNERS 4
+
+struct fixture {
+	struct proc_harness h;
+	struct pgtest_db db;
+	PGconn *c;
+	char signer[N_SIGNERS][57];
+	char dburl[2100];
+};
+
+static void write_keys(struct fixture *f)
+{
+	FILE *k = fopen(f->h.keys, "w");
+
+	ck_assert_ptr_nonnull(k);
+	for (int i = 0; i < N_SIGNERS; i++) {
+		uint8_t seed[32];
+		char s[STRKEY_BUF];
+		struct stellar_keypair kp;
+
+		randombytes_buf(seed, sizeof(seed));
+		strkey_encode(STRKEY_SEED, seed, 32, s);
+		ck_assert_int_eq(stellar_keypair_from_seed(&kp, seed, NULL), 0);
+		stellar_keypair_address(&kp, f->signer[i]);
+		stellar_keypair_release(&kp);
+		fprintf(k, "%s\n", s);
+		sodium_memzero(seed, sizeof(seed));
+	}
+	fclose(k);
+	ck_assert_int_eq(chmod(f->h.keys, 0600), 0);
+}
+
+static void fund(struct fixture *f)
+{
+	char body[800];
+	size_t o = 0;
+
+	o += (size_t)snprintf(body + o, sizeof(body) - o, "{\"accounts\": [");
+	for (int i = 0; i < N_SIGNERS; i++)
+		o += (size_t)snprintf(
+			body + o, sizeof(body) - o,
+			"%s{\"id\": \"%s\", \"seq\": \"%d\", \"balance\": \"1000000000000\"}",
+			i ? "," : "", f->signer[i], 1000 * (i + 1));
+	snprintf(body + o, sizeof(body) - o, "]}");
+	ph_sim_post(&f->h, "/debug/accounts", body);
+}
+
+/* Database, sim and funded accounts; outboxd not yet. */
+static void prepare(struct fixture *f, const char *sim_args)
+{
+	pgtest_setup(&f->db, 8);
+	f->c = pgtest_connect(&f->db);
+	ph_setup(&f->h, "disp");
+	write_keys(f);
+	ph_start_sim(&f->h, sim_args);
+	fund(f);
+}
+
+static void launch(struct fixture *f, const char *const *env_extra)
+{
+	static char url[2200];
+	const char *env[16];
+	int n = 0;
+
+	snprintf(url, sizeof(url), "OUTBOX_DATABASE_URL=%s", f->db.conninfo);
+	env[n++] = url;
+	env[n++] = "OUTBOX_VSHARDS=8";
+	env[n++] = "OUTBOX_WORKERS=2";
+	env[n++] = "OUTBOX_DISPATCH_INTERVAL_MS=200";
+	env[n++] = "OUTBOX_BACKOFF_BASE_MS=100";
+	env[n++] = "OUTBOX_BACKOFF_MAX_MS=1000";
+	for (; env_extra && *env_extra && n < 15; env_extra++)
+		env[n++] = *env_extra;
+	env[n] = NULL;
+	ph_start_outboxd(&f->h, env);
+}
+
+static void start(struct fixture *f, const char *sim_args, const char *const *env_extra)
+{
+	prepare(f, sim_args);
+	launch(f, env_extra);
+}
+
+static void stop(struct fixture *f)
+{
+	PQfinish(f->c);
+	ph_teardown(&f->h);
+	pgtest_teardown(&f->db);
+}
+
+static void enqueue(struct fixture *f, const char *kind, const char *user, const char *rec,
+		    int signer, const char *account, const char *amount, const char *prio)
+{
+	char payload[256];
+	const char *p[6];
+	PGresult *r;
+
+	if (account)
+		snprintf(payload, sizeof(payload), "{\"account\": \"%s\", \"amount\": \"%s\"}",
+			 account, amount);
+	else
+		snprintf(payload, sizeof(payload), "{\"amount\": \"%s\"}", amount);
+	p[0] = kind, p[1] = user, p[2] = rec, p[3] = f->signer[signer], p[4] = payload, p[5] = prio;
+	r = PQexecParams(f->c, "SELECT * FROM outbox.enqueue($1, $2, $3, $4, $5::jsonb, $6)", 6,
+			 NULL, p, NULL, NULL, 0);
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "enqueue: %s", PQerrorMessage(f->c));
+	PQclear(r);
+}
+
+/* Wait until no op is PENDING or SUBMITTED; false on timeout. */
+static int wait_terminal(struct fixture *f, unsigned timeout_ms)
+{
+	uint64_t end = ph_now_ms() + timeout_ms;
+
+	do {
+		if (pgtest_scalar(f->c, "SELECT count(*) FROM outbox.ops WHERE status IN "
+					"('PENDING','SUBMITTED')") == 0)
+			return 1;
+		ph_sleep_ms(100);
+	} while (ph_now_ms() < end);
+	return 0;
+}
+
+static json_t *executions(struct fixture *f)
+{
+	char cmd[256];
+	FILE *p;
+	json_t *j;
+	json_error_t e;
+
+	snprintf(cmd, sizeof(cmd), "curl -fsS http://127.0.0.1:%d/debug/executions", f->h.sim_port);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	j = json_loadf(p, 0, &e);
+	pclose(p);
+	ck_assert_msg(j != NULL, "executions: %s", e.text);
+	return j;
+}
+
+/* Every CONFIRMED op executed exactly once, no other op executed, <= 1 pending per account. */
+static void check_exactly_once(struct fixture *f)
+{
+	json_t *ex = executions(f), *by = json_object_get(ex, "by_ref"),
+	       *mp = json_object_get(ex, "max_pending_per_account"), *v;
+	PGresult *r = PQexec(f->c, "SELECT idempotency_key, status FROM outbox.ops");
+	const char *k;
+	int confirmed = 0;
+
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	for (int i = 0; i < PQntuples(r); i++) {
+		uint8_t ref[32];
+		char hex[65];
+		json_t *n;
+
+		idempotency_op_ref(PQgetvalue(r, i, 0), ref);
+		sodium_bin2hex(hex, sizeof(hex), ref, 32);
+		n = json_object_get(by, hex);
+		if (!strcmp(PQgetvalue(r, i, 1), "CONFIRMED")) {
+			confirmed++;
+			ck_assert_msg(n && json_integer_value(n) == 1, "%s executed %lld times",
+				      PQgetvalue(r, i, 0), n ? json_integer_value(n) : 0);
+		} else {
+			ck_assert_msg(!n || json_integer_value(n) == 0, "%s (%s) executed",
+				      PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+		}
+	}
+	ck_assert_int_eq((int)json_object_size(by), confirmed);
+	json_object_foreach(mp, k, v) ck_assert_msg(
+		json_integer_value(v) <= 1, "%s had %lld pending", k, json_integer_value(v));
+	PQclear(r);
+	json_decref(ex);
+}
+
+START_TEST(test_dispatch_all_confirmed_exactly_once)
+{
+	struct fixture f;
+	char user[32], rec[32];
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	for (int i = 0; i < 40; i++) {
+		snprintf(user, sizeof(user), "u%d", i % 7);
+		snprintf(rec, sizeof(rec), "r%d", i);
+		enqueue(&f, i % 3 ? "DEPOSIT" : "REBALANCE", user, rec, i % N_SIGNERS,
+			i % 3 ? f.signer[(i + 1) % N_SIGNERS] : NULL, "1000", NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 60000), "ops still open: %lld",
+		      pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status IN "
+					 "('PENDING','SUBMITTED')"));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 40);
+	check_exactly_once(&f);
+	/* every confirmed op has exactly one CONFIRMED attempt, the one it names */
+	ck_assert_int_eq(pgtest_scalar(f.c,
+				       "SELECT count(*) FROM outbox.ops o JOIN outbox.attempts a "
+				       "ON a.op_id = o.id AND a.tx_hash = o.tx_hash "
+				       "WHERE a.outcome = 'CONFIRMED'"),
+			 40);
+	stop(&f);
+}
+END_TEST
+
+START_TEST(test_dispatch_overdraft_fails_with_code)
+{
+	struct fixture f;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	char poor[57];
+
+	/* an address with no balance at all: the withdrawal traps on chain */
+	pgtest_account(77, poor);
+	enqueue(&f, "WITHDRAW", "poor", "w1", 0, poor, "5000", NULL);
+	enqueue(&f, "DEPOSIT", "rich", "d1", 0, f.signer[2], "7000", NULL);
+	ck_assert(wait_terminal(&f, 30000));
+	PGresult *r =
+		PQexec(f.c, "SELECT status, last_error, (SELECT result_code FROM "
+			    "outbox.attempts a WHERE a.op_id = o.id AND a.outcome = 'FAILED') "
+			    "FROM outbox.ops o WHERE kind = 'WITHDRAW'");
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_str_eq(PQgetvalue(r, 0, 0), "FAILED");
+	ck_assert_msg(strstr(PQgetvalue(r, 0, 2), "TRAPPED") ||
+			      strstr(PQgetvalue(r, 0, 2), "txFAILED"),
+		      "result code '%s'", PQgetvalue(r, 0, 2));
+	PQclear(r);
+	ck_assert_int_eq(pgtest_scalar(f.c,
+				       "SELECT count(*) FROM outbox.ops WHERE kind = 'DEPOSIT' "
+				       "AND status = 'CONFIRMED'"),
+			 1);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* A CRITICAL op enqueued after a NORMAL/LOW backlog on the same signer goes first. */
+START_TEST(test_dispatch_critical_first)
+{
+	struct fixture f;
+	char rec[16];
+
+	memset(&f, 0, sizeof(f));
+	prepare(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT);
+	for (int i = 0; i < 12; i++) {
+		snprintf(rec, sizeof(rec), "b%d", i);
+		enqueue(&f, i % 4 ? "DEPOSIT" : "REBALANCE", "backlog", rec, 0,
+			i % 4 ? f.signer[1] : NULL, "10", NULL);
+	}
+	enqueue(&f, "WITHDRAW", "vip", "w1", 0, f.signer[2], "10", NULL);
+	launch(&f, NULL);
+	ck_assert(wait_terminal(&f, 60000));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 13);
+	/* the withdrawal was the first transaction of its signer: the lowest sequence */
+	ck_assert_int_eq(
+		pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts a JOIN outbox.ops o "
+				   "ON o.id = a.op_id WHERE a.outcome = 'CONFIRMED' AND "
+				   "o.kind <> 'WITHDRAW' AND a.source_sequence < (SELECT "
+				   "a2.source_sequence FROM outbox.attempts a2 JOIN outbox.ops o2 "
+				   "ON o2.id = a2.op_id WHERE o2.kind = 'WITHDRAW' AND "
+				   "a2.outcome = 'CONFIRMED')"),
+		0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* Send answers TRY_AGAIN_LATER, 5xx and garbage at random: every op still confirmed once. */
+START_TEST(test_dispatch_transient_faults)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_MAX_ATTEMPTS=30", NULL};
+	char rec[16];
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"method\": \"*\", \"http_5xx_rate\": 0.2, \"garbage_rate\": 0.1}");
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"method\": \"sendTransaction\", \"try_again_later_rate\": 0.4, "
+		    "\"http_5xx_rate\": 0.2}");
+	for (int i = 0; i < 16; i++) {
+		snprintf(rec, sizeof(rec), "t%d", i);
+		enqueue(&f, "DEPOSIT", "flaky", rec, i % N_SIGNERS, f.signer[0], "10", NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 90000), "ops still open under faults");
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 16);
+	ck_assert_int_gt(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.events WHERE type = "
+					    "'RETRY_SCHEDULED'"),
+			 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* A held user's ops are skipped (neither failed nor blocking others) and resume on release. */
+START_TEST(test_dispatch_held_user)
+{
+	struct fixture f;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	pgtest_exec(f.c, "INSERT INTO outbox.user_holds (user_id, reason, held_by) "
+			 "VALUES ('frozen', 'compliance review', 'test')");
+	enqueue(&f, "DEPOSIT", "frozen", "h1", 0, f.signer[1], "10", NULL);
+	enqueue(&f, "WITHDRAW", "frozen", "h2", 0, f.signer[1], "1", NULL);
+	enqueue(&f, "DEPOSIT", "free", "f1", 0, f.signer[1], "10", NULL);
+	enqueue(&f, "DEPOSIT", "free", "f2", 1, f.signer[1], "10", NULL);
+	uint64_t end = ph_now_ms() + 30000;
+	while (pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE user_id = 'free' AND "
+				  "status = 'CONFIRMED'") < 2 &&
+	       ph_now_ms() < end)
+		ph_sleep_ms(100);
+	ph_sleep_ms(1500); /* several sweeps */
+	ck_assert_int_eq(pgtest_scalar(f.c,
+				       "SELECT count(*) FROM outbox.ops WHERE user_id = 'free' "
+				       "AND status = 'CONFIRMED'"),
+			 2);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE user_id = "
+					    "'frozen' AND status = 'PENDING' AND attempts = 0"),
+			 2);
+	pgtest_exec(f.c, "DELETE FROM outbox.user_holds WHERE user_id = 'frozen'");
+	ck_assert(wait_terminal(&f, 30000));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 4);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
+ * Every send is black-holed (answered PENDING, never included) until the
+ * first transaction is proven expired; only then may a new one be built,
+ * and the op executes exactly once. Fee bumps of the black-holed tx are
+ * recorded before they are sent and expire with it.
+ */
+START_TEST(test_dispatch_blackhole_expiry)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_SUBMITTED_TIMEOUT_MS=2000", NULL};
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 250 --vault-contract " PH_CONTRACT, env);
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"method\": \"sendTransaction\", \"blackhole_rate\": 1}");
+	enqueue(&f, "WITHDRAW", "bh", "x1", 0, f.signer[1], "10", NULL);
+	uint64_t end = ph_now_ms() + 80000;
+	while (pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts WHERE outcome = 'EXPIRED' "
+				  "AND bump_no = 0") == 0 &&
+	       ph_now_ms() < end) {
+		/* never a second inner tx while the first could land */
+		ck_assert_int_le(pgtest_scalar(f.c, "SELECT count(DISTINCT inner_tx_hash) FROM "
+						    "outbox.attempts"),
+				 1);
+		ph_sleep_ms(200);
+	}
+	ck_assert_msg(ph_now_ms() < end, "the black-holed tx was never proven expired");
+	ph_sim_post(&f.h, "/debug/faults", "{}");
+	ck_assert(wait_terminal(&f, 30000));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 1);
+	ck_assert_int_ge(
+		pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts WHERE bump_no > 0"), 1);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts WHERE outcome = "
+					    "'LIVE'"),
+			 0);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(DISTINCT inner_tx_hash) FROM "
+					    "outbox.attempts"),
+			 2);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
+ * The first envelope is lost by the network (black hole) while the signer's
+ * queue slot stays free; past OUTBOX_SUBMITTED_TIMEOUT_MS the worker wraps
+ * the SAME inner tx in a fee bump, which lands: confirmed by the bump.
+ */
+START_TEST(test_dispatch_fee_bump_lands)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_SUBMITTED_TIMEOUT_MS=1000", NULL};
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 1000 --vault-contract " PH_CONTRACT, env);
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"method\": \"sendTransaction\", \"blackhole_rate\": 1}");
+	enqueue(&f, "DEPOSIT", "bump", "y1", 0, f.signer[1], "10", NULL);
+	uint64_t end = ph_now_ms() + 20000;
+	while (pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts") == 0 && ph_now_ms() < end)
+		ph_sleep_ms(20);
+	ph_sleep_ms(100);
+	ph_sim_post(&f.h, "/debug/faults", "{}");
+	ck_assert(wait_terminal(&f, 30000));
+	PGresult *r =
+		PQexec(f.c, "SELECT o.status, a.bump_no FROM outbox.ops o JOIN outbox.attempts a "
+			    "ON a.tx_hash = o.tx_hash");
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_str_eq(PQgetvalue(r, 0, 0), "CONFIRMED");
+	ck_assert_msg(atoi(PQgetvalue(r, 0, 1)) >= 1, "confirmed by bump %s", PQgetvalue(r, 0, 1));
+	PQclear(r);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(DISTINCT inner_tx_hash) FROM "
+					    "outbox.attempts"),
+			 1);
+	ck_assert_int_gt(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.events WHERE type = "
+					    "'FEE_BUMPED'"),
+			 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* kill -9 a worker at a crash point; the op still executes once and ends CONFIRMED. */
+static void crash_at(const char *point)
+{
+	struct fixture f;
+	char cp[64], once[200];
+	const char *env[3] = {cp, once, NULL};
+
+	memset(&f, 0, sizeof(f));
+	snprintf(cp, sizeof(cp), "CRASHPOINT=%s", point);
+	snprintf(once, sizeof(once), "CRASHPOINT_ONCE_FILE=/tmp/crash_%d_%s", (int)getpid(), point);
+	unlink(once + strlen("CRASHPOINT_ONCE_FILE="));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
+	for (int i = 0; i < 6; i++) {
+		char rec[16];
+		snprintf(rec, sizeof(rec), "c%d", i);
+		enqueue(&f, "DEPOSIT", "crash", rec, i % N_SIGNERS, f.signer[0], "100", "CRITICAL");
+	}
+	ck_assert_msg(wait_terminal(&f, 60000), "ops still open after a crash at %s", point);
+	ck_assert_msg(access(once + strlen("CRASHPOINT_ONCE_FILE="), F_OK) == 0,
+		      "crash point %s never reached", point);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 6);
+	check_exactly_once(&f);
+	unlink(once + strlen("CRASHPOINT_ONCE_FILE="));
+	stop(&f);
+}
+
+START_TEST(test_dispatch_crash_after_attempt_commit)
+{
+	crash_at("after_attempt_commit");
+}
+END_TEST
+
+START_TEST(test_dispatch_crash_after_send)
+{
+	crash_at("after_send");
+}
+END_TEST
+
+START_TEST(test_dispatch_crash_after_confirm_seen)
+{
+	crash_at("after_confirm_seen");
+}
+END_TEST
+
+/* One case per test, named after it: CK_RUN_CASE=<name> runs one. */
+static void add(Suite *s, const char *name, const TTest *t)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, 150);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
+static Suite *dispatch_suite(void)
+{
+	Suite *s = suite_create("dispatch");
+
+	add(s, "all_confirmed_exactly_once", test_dispatch_all_confirmed_exactly_once);
+	add(s, "overdraft_fails_with_code", test_dispatch_overdraft_fails_with_code);
+	add(s, "critical_first", test_dispatch_critical_first);
+	add(s, "transient_faults", test_dispatch_transient_faults);
+	add(s, "held_user", test_dispatch_held_user);
+	add(s, "blackhole_expiry", test_dispatch_blackhole_expiry);
+	add(s, "fee_bump_lands", test_dispatch_fee_bump_lands);
+	add(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit);
+	add(s, "crash_after_send", test_dispatch_crash_after_send);
+	add(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(dispatch_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
