@@ -1,0 +1,1109 @@
+/*
+ * check_dispatch_sql.c - the dispatch engine's SQL contract
+ * (schema/0004_dispatch.sql, /work/notes/dispatch-contract.md) against a
+ * real PostgreSQL: lease fencing, lane-driven claim order and cost, held
+ * users, write-ahead attempts and fee bumps, outcomes and their guards,
+ * gap-free events, terminal NOTIFY, admin operations, lifecycle legality,
+ * the business-row mirror example and the enqueue/lane race.
+ */
+#include <check.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/support/pgtest.h"
+
+#define OWNER "inst/0/100"
+#define PEER  "inst/1/200"
+#define ENV   "AAAA"
+
+static struct pgtest_db db;
+static char acc[8][57];
+
+/* One vshard (0): every signer lives in it, which keeps fences simple. */
+static void setup(void)
+{
+	pgtest_setup(&db, 1);
+	for (unsigned i = 0; i < 8; i++)
+		pgtest_account(i + 1, acc[i]);
+}
+
+/* Two vshards, for the fencing tests. */
+static void setup2(void)
+{
+	pgtest_setup(&db, 2);
+	for (unsigned i = 0; i < 8; i++)
+		pgtest_account(i + 1, acc[i]);
+}
+
+static void teardown(void)
+{
+	pgtest_teardown(&db);
+}
+
+static PGresult *qv(PGconn *c, const char *fmt, va_list ap)
+{
+	char sql[4096];
+
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	return PQexec(c, sql);
+}
+
+/* Run formatted SQL that must succeed; returns the result (caller clears). */
+static PGresult *q(PGconn *c, const char *fmt, ...)
+{
+	va_list ap;
+	PGresult *r;
+
+	va_start(ap, fmt);
+	r = qv(c, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK,
+		      "%s", PQresultErrorMessage(r));
+	return r;
+}
+
+static void ok(PGconn *c, const char *fmt, ...)
+{
+	va_list ap;
+	PGresult *r;
+
+	va_start(ap, fmt);
+	r = qv(c, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK,
+		      "%s", PQresultErrorMessage(r));
+	PQclear(r);
+}
+
+/* Run formatted SQL that must fail with SQLSTATE state. */
+static void fails(PGconn *c, const char *state, const char *fmt, ...)
+{
+	va_list ap;
+	PGresult *r;
+	const char *got;
+
+	va_start(ap, fmt);
+	r = qv(c, fmt, ap);
+	va_end(ap);
+	got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	ck_assert_msg(PQresultStatus(r) == PGRES_FATAL_ERROR && got && !strcmp(got, state),
+		      "expected SQLSTATE %s, got %s: %s", state, got ? got : "success",
+		      PQresultErrorMessage(r));
+	PQclear(r);
+	if (PQtransactionStatus(c) == PQTRANS_INERROR)
+		PQclear(PQexec(c, "ROLLBACK"));
+}
+
+/* First column of the first row as a number (formatted SQL). */
+static long long num(PGconn *c, const char *fmt, ...)
+{
+	char sql[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	return pgtest_scalar(c, sql);
+}
+
+/* First column of the first row as text into out ("" for NULL). */
+static void text(PGconn *c, char *out, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	PGresult *r;
+
+	va_start(ap, fmt);
+	r = qv(c, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) >= 1, "%s",
+		      PQresultErrorMessage(r));
+	snprintf(out, n, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+}
+
+/* Enqueue one op; returns its id. prio: "CRITICAL", "NORMAL", "LOW". */
+static long long enq(PGconn *c, const char *user, const char *brid, int signer, const char *prio)
+{
+	return num(c,
+		   "SELECT id FROM outbox.enqueue('DEPOSIT', '%s', '%s', '%s', "
+		   "'{\"account\": \"%s\", \"amount\": \"5\"}', '%s')",
+		   user, brid, acc[signer], acc[7], prio);
+}
+
+static long long lease(PGconn *c, const char *owner, int vshard)
+{
+	return num(c, "SELECT coalesce(outbox.lease_acquire('%s', %d, 10000), -1)", owner, vshard);
+}
+
+/* Claim on vshard 0 with epoch e; fills ids (up to n) and returns the count. */
+static int claim(PGconn *c, long long e, int max, int batch, long long *ids, int n)
+{
+	PGresult *r = q(c, "SELECT op_id FROM outbox.claim('" OWNER "', '{0}', '{%lld}', %d, %d)",
+			e, max, batch);
+	int rows = PQntuples(r);
+
+	for (int i = 0; i < rows && i < n; i++)
+		ids[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+	PQclear(r);
+	return rows;
+}
+
+static void hash_of(long long n, char out[65])
+{
+	snprintf(out, 65, "%064llx", n);
+}
+
+/* attempt_record for op (inner when bump == 0) with hash h, inner hash ih. */
+static void record(PGconn *c, long long e, long long op, int attempt, int bump, long long h,
+		   long long ih, int signer)
+{
+	char hh[65], ihh[65];
+
+	hash_of(h, hh);
+	hash_of(ih, ihh);
+	ok(c,
+	   "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, '%s', '%s', '" ENV
+	   "', '%s', 100, 2000000000, %d)",
+	   e, op, attempt, bump, hh, ihh, acc[signer], 100 * (bump + 1));
+}
+
+static void status_is(PGconn *c, long long op, const char *want)
+{
+	char s[32];
+
+	text(c, s, sizeof(s), "SELECT status FROM outbox.ops WHERE id = %lld", op);
+	ck_assert_str_eq(s, want);
+}
+
+static void outcome_is(PGconn *c, long long h, const char *want)
+{
+	char s[32], hh[65];
+
+	hash_of(h, hh);
+	text(c, s, sizeof(s), "SELECT outcome FROM outbox.attempts WHERE tx_hash = '%s'", hh);
+	ck_assert_str_eq(s, want);
+}
+
+/* The op's events as "TYPE:from>to,..." in seq order; seq checked 1..n. */
+static void events_are(PGconn *c, long long op, const char *want)
+{
+	char got[2048];
+
+	ck_assert_int_eq(
+		num(c,
+		    "SELECT count(*) FROM (SELECT seq, row_number() OVER (ORDER BY seq) rn "
+		    "FROM outbox.events WHERE op_id = %lld) x WHERE seq <> rn",
+		    op),
+		0);
+	text(c, got, sizeof(got),
+	     "SELECT string_agg(type || ':' || coalesce(from_status, '') || '>' || to_status, ',' "
+	     "ORDER BY seq) FROM outbox.events WHERE op_id = %lld",
+	     op);
+	ck_assert_str_eq(got, want);
+}
+
+static long long lane(PGconn *c, int signer, const char *col)
+{
+	return num(c, "SELECT coalesce(%s, -1) FROM outbox.lanes WHERE signer = '%s'", col,
+		   acc[signer]);
+}
+
+/* ---- leases and fencing ---- */
+
+START_TEST(test_fencing)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e1, e2, e3;
+	char s[128];
+	long long op = enq(c, "u1", "f1", 0, "NORMAL");
+	int v = (int)num(c, "SELECT vshard FROM outbox.ops WHERE id = %lld", op);
+
+	e1 = lease(c, OWNER, v);
+	ck_assert_int_eq(e1, 1);
+	ck_assert_int_eq(lease(c, OWNER, v), 1);                         /* renew: same epoch */
+	ck_assert_int_eq(lease(c, PEER, v), -1);                         /* held by a live owner */
+	fails(c, "OB422", "SELECT outbox.lease_acquire('x', 2, 10000)"); /* vshards = 2 */
+	fails(c, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{%d}', '{%lld}', 1, 10)", v,
+	      e1 + 1);
+	fails(c, "OB403", "SELECT * FROM outbox.claim('" PEER "', '{%d}', '{%lld}', 1, 10)", v, e1);
+	ck_assert_int_eq(
+		num(c, "SELECT count(*) FROM outbox.claim('" OWNER "', '{%d}', '{%lld}', 1, 10)", v,
+		    e1),
+		1);
+
+	/* The lease lapses; the peer takes over with a new epoch. */
+	ok(c,
+	   "UPDATE outbox.shard_leases SET expires_at = now() - interval '1 s' WHERE vshard = %d",
+	   v);
+	e2 = lease(c, PEER, v);
+	ck_assert_int_eq(e2, e1 + 1);
+	fails(c, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{%d}', '{%lld}', 1, 10)", v,
+	      e1);
+	fails(c, "OB403",
+	      "SELECT outbox.attempt_record('" OWNER "', %d, %lld, %lld, 1, 0, repeat('a', 64), "
+	      "repeat('a', 64), 'AAAA', '%s', 1, 2000000000, 100)",
+	      v, e1, op, acc[0]);
+	fails(c, "OB403",
+	      "SELECT outbox.op_confirm('" OWNER "', %d, %lld, %lld, repeat('a', 64), 1, 100)", v,
+	      e1, op);
+	fails(c, "OB403", "SELECT outbox.op_fail('" OWNER "', %d, %lld, %lld, 'x', NULL)", v, e1,
+	      op);
+	fails(c, "OB403",
+	      "SELECT outbox.op_retry_later('" OWNER "', %d, %lld, %lld, 0, 'x', false)", v, e1,
+	      op);
+	fails(c, "OB403", "SELECT * FROM outbox.reconcile_list('" OWNER "', %d, %lld)", v, e1);
+	status_is(c, op, "PENDING");
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.attempts"), 0);
+
+	/* Renew reports what was lost, keeps what is held. */
+	text(c, s, sizeof(s), "SELECT outbox.lease_renew('" OWNER "', '{%d}', '{%lld}', 10000)", v,
+	     e1);
+	ck_assert_msg(atoi(s + 1) == v && s[0] == '{', "lost %s", s);
+	text(c, s, sizeof(s), "SELECT outbox.lease_renew('" PEER "', '{%d}', '{%lld}', 10000)", v,
+	     e2);
+	ck_assert_str_eq(s, "{}");
+
+	/* A held fence does not reach an op of another vshard. */
+	e3 = lease(c, PEER, 1 - v);
+	ck_assert_int_eq(e3, 1);
+	fails(c, "OB403", "SELECT outbox.op_fail('" PEER "', %d, %lld, %lld, 'x', NULL)", 1 - v, e3,
+	      op);
+
+	/* Release lets a third owner take it at once, with the next epoch. */
+	ok(c, "SELECT outbox.lease_release('" PEER "', %d, %lld)", v, e2);
+	ck_assert_int_eq(lease(c, "inst/2/300", v), e2 + 1);
+	text(c, s, sizeof(s), "SELECT outbox.lease_renew('" PEER "', '{%d}', '{%lld}', 10000)", v,
+	     e2);
+	ck_assert_str_ne(s, "{}");
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * A takeover waits for a fenced write that is in progress (the fence holds
+ * the lease row FOR SHARE), and the old owner's next write fails.
+ */
+START_TEST(test_fence_blocks_takeover)
+{
+	PGconn *a = pgtest_connect(&db);
+	PGconn *b = pgtest_connect(&db);
+	PGresult *r;
+	long long e;
+
+	enq(a, "u1", "f1", 0, "NORMAL");
+	e = lease(a, OWNER, 0);
+	ok(a, "UPDATE outbox.shard_leases SET expires_at = now() + interval '300 ms'");
+	ok(a, "BEGIN");
+	ok(a, "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10)", e);
+	usleep(400000);
+	/* Expired now, but our fenced transaction still holds the row. */
+	ck_assert(PQsendQuery(b, "SELECT outbox.lease_acquire('" PEER "', 0, 10000)"));
+	usleep(300000);
+	PQconsumeInput(b);
+	ck_assert(PQisBusy(b));
+	ok(a, "COMMIT");
+	r = PQgetResult(b);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	ck_assert_int_eq(strtoll(PQgetvalue(r, 0, 0), NULL, 10), e + 1);
+	PQclear(r);
+	PQclear(PQgetResult(b));
+	fails(a, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10)", e);
+	PQfinish(b);
+	PQfinish(a);
+}
+END_TEST
+
+/* ---- claim order, caps, busy signers ---- */
+
+START_TEST(test_claim_order)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[16];
+	long long n0a = enq(c, "u1", "a1", 0, "NORMAL");
+	long long n0b = enq(c, "u1", "a2", 0, "NORMAL");
+	long long n1a = enq(c, "u2", "b1", 1, "NORMAL");
+	long long l2 = enq(c, "u3", "c1", 2, "LOW");
+	long long crit = enq(c, "u4", "d1", 3, "CRITICAL"); /* enqueued last */
+
+	/* CRITICAL first across signers, however late. */
+	ck_assert_int_eq(claim(c, e, 1, 1, ids, 16), 1);
+	ck_assert_int_eq(ids[0], crit);
+	/* Then NORMAL by age across signers (one per signer: cap 1), then LOW. */
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 3);
+	ck_assert_int_eq(ids[0], n0a);
+	ck_assert_int_eq(ids[1], n1a);
+	ck_assert_int_eq(ids[2], l2);
+	/* Every signer is busy: nothing more, and n0b is not returned. */
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 0);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 1);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lanes WHERE next_due = 'infinity'"),
+			 4);
+	/* Releasing signer 0's slot makes its next op (FIFO) claimable. */
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 1);
+	ck_assert_int_eq(ids[0], n0a);
+	ck_assert_int_ne(ids[0], n0b);
+	PQfinish(c);
+}
+END_TEST
+
+START_TEST(test_claim_per_account_max)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[16], op[5];
+
+	for (int i = 0; i < 5; i++) {
+		char b[16];
+
+		snprintf(b, sizeof(b), "m%d", i);
+		op[i] = enq(c, "u1", b, 0, "NORMAL");
+	}
+	/* Cap 2: two ops, FIFO, then nothing until a slot frees. */
+	ck_assert_int_eq(claim(c, e, 2, 16, ids, 16), 2);
+	ck_assert_int_eq(ids[0], op[0]);
+	ck_assert_int_eq(ids[1], op[1]);
+	ck_assert_int_eq(claim(c, e, 2, 16, ids, 16), 0);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 2);
+	/* Giving back a named claim makes exactly that op claimable again. */
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1, '{%lld}')", e, acc[0],
+	   op[1]);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 1);
+	ck_assert_int_eq(claim(c, e, 2, 16, ids, 16), 1);
+	ck_assert_int_eq(ids[0], op[1]);
+	/* Cap 3, batch 1 three times: a claimed (still PENDING) op is never returned again. */
+	for (int i = 0; i < 3; i++) {
+		char b[16];
+
+		snprintf(b, sizeof(b), "n%d", i);
+		op[i] = enq(c, "u2", b, 1, "NORMAL");
+	}
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(claim(c, e, 3, 1, ids, 16), 1);
+		ck_assert_int_eq(ids[0], op[i]);
+	}
+	ck_assert_int_eq(claim(c, e, 3, 16, ids, 16), 0);
+	ck_assert_int_eq(lane(c, 1, "in_flight"), 3);
+	PQfinish(c);
+}
+END_TEST
+
+/* Shared buffers the claim touches (EXPLAIN ANALYZE BUFFERS of the call). */
+static long long claim_buffers(PGconn *c, long long e, int batch, int *rows)
+{
+	PGresult *r = q(c,
+			"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+			"SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, %d)",
+			e, batch);
+	long long total = 0;
+
+	*rows = -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *l = PQgetvalue(r, i, 0), *p;
+
+		if ((p = strstr(l, "(actual rows=")) && *rows < 0)
+			*rows = atoi(p + 13);
+		/* The top node's counters include everything the function ran. */
+		if ((p = strstr(l, "Buffers: shared")) && !total)
+			for (const char *k = p; (k = strpbrk(k, "=")); k++)
+				total += atoll(k + 1);
+	}
+	PQclear(r);
+	return total;
+}
+
+/*
+ * A signer with 100 000 queued ops behind its in-flight one costs the claim
+ * nothing: the claim of 50 other signers' ops touches O(batch) buffers,
+ * far fewer than the backlog's pages.
+ */
+START_TEST(test_claim_ignores_busy_backlog)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[64], busy_pages, before, after;
+	int rows;
+
+	enq(c, "u0", "first", 0, "CRITICAL");
+	ck_assert_int_eq(claim(c, e, 1, 1, ids, 64), 1); /* signer 0 is busy (cap 1) */
+	for (int i = 0; i < 50; i++) {
+		char a[57];
+
+		pgtest_account(100 + i, a);
+		ok(c,
+		   "SELECT outbox.enqueue('DEPOSIT', 'o%d', 'x', '%s', "
+		   "'{\"account\": \"%s\", \"amount\": \"5\"}', 'NORMAL')",
+		   i, a, acc[7]);
+	}
+	ok(c, "VACUUM ANALYZE outbox.ops");
+	ok(c, "VACUUM ANALYZE outbox.lanes");
+	ok(c, "BEGIN");
+	before = claim_buffers(c, e, 50, &rows);
+	ok(c, "ROLLBACK");
+	ck_assert_int_eq(rows, 50);
+
+	/* 100 000 CRITICAL ops queue behind signer 0's in-flight one. */
+	ok(c,
+	   "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id, business_record_id, "
+	   "signer, vshard, payload, created_at, next_attempt_at) "
+	   "SELECT 'DEPOSIT:bulk:' || i, 'DEPOSIT', 0, 'bulk', i::text, '%s', 0, '{}', "
+	   "now() - interval '1 hour', now() - interval '1 hour' FROM generate_series(1, 100000) i",
+	   acc[0]);
+	ok(c, "VACUUM ANALYZE outbox.ops");
+	ok(c, "VACUUM ANALYZE outbox.lanes");
+	busy_pages = num(c, "SELECT pg_relation_size('outbox.ops') / 8192 + "
+			    "pg_relation_size('outbox.ops_signer_pending_idx') / 8192");
+	ok(c, "BEGIN");
+	after = claim_buffers(c, e, 50, &rows);
+	ok(c, "ROLLBACK");
+	ck_assert_int_eq(rows, 50);
+	fprintf(stderr,
+		"{\"test\":\"claim_ignores_busy_backlog\",\"backlog_pages\":%lld,"
+		"\"claim50_buffers_before\":%lld,\"claim50_buffers_after\":%lld}\n",
+		busy_pages, before, after);
+	/*
+	 * O(batch), not O(backlog): the backlog adds only B-tree depth (a few
+	 * pages per probe, logarithmic); scanning it would add its ~1 250
+	 * index leaf pages and the heap behind them.
+	 */
+	ck_assert_msg(after - before < 4 * 50 && after < 50 * 30 && busy_pages > 2 * after,
+		      "claim touched %lld buffers behind the backlog, %lld without "
+		      "(backlog %lld pages)",
+		      after, before, busy_pages);
+	/* Once free, the busy signer's next op is one ordered probe away. */
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ck_assert_int_eq(claim(c, e, 1, 1, ids, 64), 1);
+	ck_assert_int_eq(num(c, "SELECT (signer = '%s')::int FROM outbox.ops WHERE id = %lld",
+			     acc[0], ids[0]),
+			 1);
+	PQfinish(c);
+}
+END_TEST
+
+/* Held users are skipped without delaying others, and resume on release. */
+START_TEST(test_held_users)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[16], got = 0;
+	long long held = enq(c, "uh", "h1", 0, "CRITICAL"); /* first, and most urgent */
+	long long same = enq(c, "ub", "b1", 0, "NORMAL");   /* same signer, other user */
+	long long other = enq(c, "uc", "c1", 1, "NORMAL");
+
+	ok(c, "INSERT INTO outbox.user_holds (user_id, reason, held_by) VALUES ('uh', 'kyc', 't')");
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 2);
+	ck_assert_int_eq(ids[0], same);
+	ck_assert_int_eq(ids[1], other);
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ok(c, "SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, 60000)", e, same);
+	/* Held: neither claimed nor failed, on every sweep. */
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 0);
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 0);
+	status_is(c, held, "PENDING");
+	/* Released: claimed again within the lane's 1 s re-check. */
+	ok(c, "DELETE FROM outbox.user_holds WHERE user_id = 'uh'");
+	for (int i = 0; i < 30 && !got; i++) {
+		if (claim(c, e, 1, 16, ids, 16) == 1)
+			got = ids[0];
+		else
+			usleep(100000);
+	}
+	ck_assert_int_eq(got, held);
+	PQfinish(c);
+}
+END_TEST
+
+/* ---- attempts and outcomes ---- */
+
+START_TEST(test_write_ahead_then_confirm)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long op = enq(c, "u1", "w1", 0, "NORMAL");
+	char s[80];
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	record(c, e, op, 1, 0, 0xa1, 0xa1, 0);
+	/* Committed before any send: the op and its attempt are durable. */
+	status_is(c, op, "SUBMITTED");
+	outcome_is(c, 0xa1, "LIVE");
+	ck_assert_int_eq(num(c, "SELECT attempts FROM outbox.ops WHERE id = %lld", op), 1);
+	text(c, s, sizeof(s), "SELECT tx_hash FROM outbox.ops WHERE id = %lld", op);
+	ck_assert_str_eq(s, "00000000000000000000000000000000000000000000000000000000000000a1");
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 1);
+	/* Confirm with a hash that is not the op's: refused. */
+	fails(c, "OB409",
+	      "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, repeat('b', 64), 7, 100)", e,
+	      op);
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 7, 100)", e, op, 0xa1);
+	status_is(c, op, "CONFIRMED");
+	outcome_is(c, 0xa1, "CONFIRMED");
+	ck_assert_int_eq(num(c,
+			     "SELECT count(*) FROM outbox.ops WHERE id = %lld AND "
+			     "confirmed_at IS NOT NULL",
+			     op),
+			 1);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	ck_assert_int_eq(lane(c, 0, "pending_best"), -1); /* nothing left: cleared */
+	/* A second report of the same landing is a no-op. */
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 7, 100)", e, op, 0xa1);
+	events_are(c, op,
+		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,CONFIRMED:SUBMITTED>CONFIRMED");
+	ck_assert_int_eq(num(c,
+			     "SELECT (body->>'ledger')::int FROM outbox.events WHERE op_id = %lld "
+			     "AND type = 'CONFIRMED'",
+			     op),
+			 7);
+	/* Terminal ops cannot be finalized again. */
+	fails(c, "OB409", "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'x', NULL)", e, op);
+	fails(c, "OB404", "SELECT outbox.op_fail('" OWNER "', 0, %lld, 999999, 'x', NULL)", e);
+	PQfinish(c);
+}
+END_TEST
+
+START_TEST(test_one_live_inner_and_guards)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long op = enq(c, "u1", "w1", 0, "CRITICAL");
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	record(c, e, op, 1, 0, 0xb1, 0xb1, 0);
+	/* The database itself refuses a second live inner transaction. */
+	fails(c, "23505",
+	      "INSERT INTO outbox.attempts (op_id, attempt_no, bump_no, tx_hash, inner_tx_hash, "
+	      "envelope_xdr, source_account, source_sequence, max_time, fee) VALUES "
+	      "(%lld, 2, 0, repeat('c', 64), repeat('c', 64), 'AAAA', '%s', 101, 2000000000, 100)",
+	      op, acc[0]);
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 2, 0, repeat('c', 64), "
+	      "repeat('c', 64), 'AAAA', '%s', 101, 2000000000, 100)",
+	      e, op, acc[0]);
+	/* Never FAILED, never retried while the envelope could land. */
+	fails(c, "OB409", "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'x', 'y')", e, op);
+	fails(c, "OB409", "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'x', true)",
+	      e, op);
+	fails(c, "OB422",
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'LIVE', NULL)", e, 0xb1);
+	status_is(c, op, "SUBMITTED");
+	/* Proven expired: decide, then the op goes back to PENDING with backoff. */
+	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
+	   0xb1);
+	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
+	   0xb1);
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'REJECTED', NULL)", e,
+	      0xb1);
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 60000, 'expired', false)",
+	   e, op);
+	status_is(c, op, "PENDING");
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 0); /* backing off */
+	ck_assert_int_eq(
+		num(c, "SELECT (next_due > now() + interval '50 s')::int FROM outbox.lanes"), 1);
+	ok(c, "UPDATE outbox.ops SET next_attempt_at = now() WHERE id = %lld", op);
+	ok(c, "UPDATE outbox.lanes SET next_due = now()");
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	/* attempt_no must move forward. */
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('c', 64), "
+	      "repeat('c', 64), 'AAAA', '%s', 101, 2000000000, 100)",
+	      e, op, acc[0]);
+	record(c, e, op, 2, 0, 0xb2, 0xb2, 0);
+	status_is(c, op, "SUBMITTED");
+	events_are(
+		c, op,
+		"ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,RETRY_SCHEDULED:SUBMITTED>PENDING,"
+		"SUBMITTED:PENDING>SUBMITTED");
+	PQfinish(c);
+}
+END_TEST
+
+START_TEST(test_fee_bumps)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long op = enq(c, "u1", "w1", 0, "CRITICAL");
+	long long op2 = enq(c, "u2", "w2", 1, "CRITICAL");
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 2);
+	record(c, e, op, 1, 0, 0xc0, 0xc0, 0);
+	record(c, e, op, 1, 1, 0xc1, 0xc0, 0);
+	record(c, e, op, 1, 2, 0xc2, 0xc0, 0);
+	ck_assert_int_eq(num(c, "SELECT fee_bumps FROM outbox.ops WHERE id = %lld", op), 2);
+	/* A bump must wrap the op's live inner transaction. */
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 3, repeat('d', 64), "
+	      "repeat('e', 64), 'AAAA', '%s', 100, 2000000000, 900)",
+	      e, op, acc[0]);
+	/* The second bump lands: it is CONFIRMED, the inner and the first bump EXPIRED. */
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 9, 300)", e, op, 0xc2);
+	outcome_is(c, 0xc2, "CONFIRMED");
+	outcome_is(c, 0xc0, "EXPIRED");
+	outcome_is(c, 0xc1, "EXPIRED");
+	events_are(c, op,
+		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FEE_BUMPED:SUBMITTED>SUBMITTED,"
+		   "FEE_BUMPED:SUBMITTED>SUBMITTED,CONFIRMED:SUBMITTED>CONFIRMED");
+	/* Expiring an inner transaction expires its bumps (same time bounds). */
+	record(c, e, op2, 1, 0, 0xd0, 0xd0, 1);
+	record(c, e, op2, 1, 1, 0xd1, 0xd0, 1);
+	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
+	   0xd0);
+	outcome_is(c, 0xd1, "EXPIRED");
+	/* A bump of a decided inner is refused. */
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 2, '%064x', '%064x', "
+	      "'AAAA', '%s', 100, 2000000000, 900)",
+	      e, op2, 0xd2, 0xd0, acc[1]);
+	PQfinish(c);
+}
+END_TEST
+
+START_TEST(test_fail_paths)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long a = enq(c, "u1", "w1", 0, "NORMAL");
+	long long b = enq(c, "u2", "w2", 1, "NORMAL");
+	char s[64];
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 2);
+	/* A claimed op that fails before any envelope: FAILED, slot released. */
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'simulate: bad account', NULL)", e,
+	   a);
+	status_is(c, a, "FAILED");
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	events_are(c, a, "ENQUEUED:>PENDING,FAILED:PENDING>FAILED");
+	/* Landed and failed on chain (a bump of it): that attempt FAILED, the rest EXPIRED. */
+	record(c, e, b, 1, 0, 0xe0, 0xe0, 1);
+	record(c, e, b, 1, 1, 0xe1, 0xe0, 1);
+	fails(c, "OB409", "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'x', 'y')", e, b);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'on chain', 'txFAILED', '%064x')",
+	   e, b, 0xe1);
+	status_is(c, b, "FAILED");
+	outcome_is(c, 0xe1, "FAILED");
+	outcome_is(c, 0xe0, "EXPIRED");
+	text(c, s, sizeof(s), "SELECT result_code FROM outbox.attempts WHERE tx_hash = '%064x'",
+	     0xe1);
+	ck_assert_str_eq(s, "txFAILED");
+	text(c, s, sizeof(s), "SELECT last_error FROM outbox.ops WHERE id = %lld", b);
+	ck_assert_str_eq(s, "on chain");
+	ck_assert_int_eq(lane(c, 1, "in_flight"), 0);
+	PQfinish(c);
+}
+END_TEST
+
+START_TEST(test_pending_retry_and_defer)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long op = enq(c, "u1", "w1", 0, "LOW");
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	/* Simulation failed (no envelope): stays PENDING, the try counts. */
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'rpc down', true)", e,
+	   op);
+	ck_assert_int_eq(num(c, "SELECT attempts FROM outbox.ops WHERE id = %lld", op), 1);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	/* LOW deferral under congestion. */
+	ok(c, "SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, 30000)", e, op);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 0);
+	fails(c, "OB422", "SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, -1)", e, op);
+	events_are(c, op,
+		   "ENQUEUED:>PENDING,RETRY_SCHEDULED:PENDING>PENDING,DEFERRED:PENDING>PENDING");
+	PQfinish(c);
+}
+END_TEST
+
+/* Wait up to ms for a NOTIFY on l; returns its payload as a number or -1. */
+static long long wait_notify(PGconn *l, const char *channel, int ms)
+{
+	struct pollfd p = {.fd = PQsocket(l), .events = POLLIN};
+	PGnotify *n;
+	long long v = -1;
+
+	for (int waited = 0; waited <= ms; waited += 50) {
+		PQconsumeInput(l);
+		if ((n = PQnotifies(l))) {
+			if (!strcmp(n->relname, channel))
+				v = strtoll(n->extra, NULL, 10);
+			PQfreemem(n);
+			return v;
+		}
+		poll(&p, 1, 50);
+	}
+	return -1;
+}
+
+START_TEST(test_notify_done)
+{
+	PGconn *c = pgtest_connect(&db);
+	PGconn *l = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long a = enq(c, "u1", "w1", 0, "NORMAL");
+	long long b = enq(c, "u2", "w2", 1, "NORMAL");
+	long long x = enq(c, "u3", "w3", 2, "NORMAL");
+
+	ok(l, "LISTEN outbox_done");
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 3);
+	record(c, e, a, 1, 0, 0xf0, 0xf0, 0);
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 200), -1); /* not terminal */
+	ok(c, "BEGIN");
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 100)", e, a, 0xf0);
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 200), -1); /* not before commit */
+	ok(c, "COMMIT");
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 5000), a);
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'x', true)", e, b);
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 200), -1);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'bad', NULL)", e, x);
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 5000), x);
+	ok(c, "SELECT outbox.admin_cancel(%lld, 'ops@example')", b);
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 5000), b);
+	PQfinish(l);
+	PQfinish(c);
+}
+END_TEST
+
+START_TEST(test_admin)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long p = enq(c, "u1", "w1", 0, "NORMAL");
+	long long s = enq(c, "u2", "w2", 1, "CRITICAL");
+	char st[32];
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 2);
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	record(c, e, s, 1, 0, 0x10, 0x10, 1);
+	/* Refusals: nothing written. */
+	fails(c, "OB409", "SELECT outbox.admin_cancel(%lld, 'ops')", s);
+	fails(c, "OB409", "SELECT outbox.admin_retry(%lld, 'ops')", p);
+	fails(c, "OB404", "SELECT outbox.admin_retry(424242, 'ops')");
+	fails(c, "OB422", "SELECT outbox.admin_cancel(%lld, '')", p);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.audit_log"), 0);
+	/* Cancel a PENDING op: CANCELLED, audited, the lane forgets it. */
+	text(c, st, sizeof(st), "SELECT outbox.admin_cancel(%lld, 'ops@example')", p);
+	ck_assert_str_eq(st, "CANCELLED");
+	status_is(c, p, "CANCELLED");
+	ck_assert_int_eq(lane(c, 0, "pending_best"), -1);
+	ck_assert_int_eq(num(c,
+			     "SELECT count(*) FROM outbox.audit_log WHERE actor = 'ops@example' "
+			     "AND action = 'op.cancel' AND target = '%lld'",
+			     p),
+			 1);
+	events_are(c, p, "ENQUEUED:>PENDING,CANCELLED:PENDING>CANCELLED");
+	fails(c, "OB409", "SELECT outbox.admin_cancel(%lld, 'ops')", p);
+	/* A worker still holding a claim of a cancelled op learns it at record time. */
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('c', 64), "
+	      "repeat('c', 64), 'AAAA', '%s', 101, 2000000000, 100)",
+	      e, p, acc[0]);
+	/* Retry a FAILED op: PENDING, fresh budget, audited, claimable now. */
+	ok(c,
+	   "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'REJECTED', 'txBAD_SEQ')",
+	   e, 0x10);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'gave up', NULL)", e, s);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 0);
+	text(c, st, sizeof(st), "SELECT outbox.admin_retry(%lld, 'ops@example')", s);
+	ck_assert_str_eq(st, "PENDING");
+	ck_assert_int_eq(num(c, "SELECT attempts + fee_bumps FROM outbox.ops WHERE id = %lld", s),
+			 0);
+	ck_assert_int_eq(num(c,
+			     "SELECT count(*) FROM outbox.audit_log WHERE action = 'op.retry' "
+			     "AND target = '%lld' AND (detail->>'previous_attempts')::int = 1",
+			     s),
+			 1);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	ck_assert_int_eq(ids[0], s);
+	events_are(c, s,
+		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FAILED:SUBMITTED>FAILED,"
+		   "ADMIN_RETRY:FAILED>PENDING");
+	PQfinish(c);
+}
+END_TEST
+
+/* Every (from, to) pair of statuses, by raw UPDATE: the trigger decides. */
+START_TEST(test_illegal_moves_rejected)
+{
+	static const char *const st[] = {"PENDING", "SUBMITTED", "CONFIRMED", "FAILED",
+					 "CANCELLED"};
+	/* common/lifecycle.c, written out independently. */
+	static const int legal[5][5] = {
+		{1, 1, 0, 1, 1}, {1, 1, 1, 1, 0}, {0}, {1, 0, 0, 0, 0}, {0},
+	};
+	PGconn *c = pgtest_connect(&db);
+	long long op = enq(c, "u1", "w1", 0, "NORMAL");
+
+	for (int f = 0; f < 5; f++) {
+		for (int t = 0; t < 5; t++) {
+			ok(c, "BEGIN");
+			ok(c, "ALTER TABLE outbox.ops DISABLE TRIGGER ops_status_legal");
+			ok(c,
+			   "UPDATE outbox.ops SET status = '%s', confirmed_at = %s WHERE id = %lld",
+			   st[f], f == 2 ? "now()" : "NULL", op);
+			ok(c, "ALTER TABLE outbox.ops ENABLE TRIGGER ops_status_legal");
+			if (legal[f][t]) {
+				ok(c,
+				   "UPDATE outbox.ops SET status = '%s', confirmed_at = %s "
+				   "WHERE id = %lld",
+				   st[t], t == 2 ? "now()" : "NULL", op);
+				ok(c, "ROLLBACK");
+			} else {
+				fails(c, "OB409",
+				      "UPDATE outbox.ops SET status = '%s', confirmed_at = %s "
+				      "WHERE id = %lld",
+				      st[t], t == 2 ? "now()" : "NULL", op);
+			}
+		}
+	}
+	status_is(c, op, "PENDING");
+	PQfinish(c);
+}
+END_TEST
+
+/* The example trigger mirrors outcomes onto a business row, atomically. */
+START_TEST(test_mirror_business_row)
+{
+	PGconn *c = pgtest_connect(&db);
+	const char *src = getenv("OUTBOX_SOURCE_DIR");
+	char path[1024], *sql;
+	long long e = lease(c, OWNER, 0), ids[4], op, op2;
+	char s[80];
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/schema/examples/mirror_business_row.sql",
+		 src && *src ? src : ".");
+	f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	sql = calloc(1, (size_t)n + 1);
+	ck_assert(sql && fread(sql, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	pgtest_exec(c, sql);
+	free(sql);
+
+	/* The application's transaction: business row + intent together. */
+	ok(c, "BEGIN");
+	ok(c, "INSERT INTO app.withdrawals (id, user_id, amount) VALUES ('wd-1', 'u1', 5)");
+	op = num(c,
+		 "SELECT id FROM outbox.enqueue('WITHDRAW', 'u1', 'wd-1', '%s', "
+		 "'{\"account\": \"%s\", \"amount\": \"5\"}')",
+		 acc[0], acc[7]);
+	ok(c, "COMMIT");
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	record(c, e, op, 1, 0, 0x77, 0x77, 0);
+	/* A rolled-back confirm leaves the business row untouched. */
+	ok(c, "BEGIN");
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 3, 100)", e, op, 0x77);
+	text(c, s, sizeof(s), "SELECT status FROM app.withdrawals WHERE id = 'wd-1'");
+	ck_assert_str_eq(s, "paid"); /* same transaction sees it */
+	ok(c, "ROLLBACK");
+	text(c, s, sizeof(s), "SELECT status FROM app.withdrawals WHERE id = 'wd-1'");
+	ck_assert_str_eq(s, "requested");
+	status_is(c, op, "SUBMITTED");
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 3, 100)", e, op, 0x77);
+	text(c, s, sizeof(s),
+	     "SELECT status || ' ' || tx_hash FROM app.withdrawals WHERE id = 'wd-1'");
+	ck_assert_str_eq(s,
+			 "paid 0000000000000000000000000000000000000000000000000000000000000077");
+	/* Cancellation is mirrored too. */
+	ok(c, "INSERT INTO app.withdrawals (id, user_id, amount) VALUES ('wd-2', 'u1', 7)");
+	op2 = num(c,
+		  "SELECT id FROM outbox.enqueue('WITHDRAW', 'u1', 'wd-2', '%s', "
+		  "'{\"account\": \"%s\", \"amount\": \"7\"}')",
+		  acc[0], acc[7]);
+	ok(c, "SELECT outbox.admin_cancel(%lld, 'ops')", op2);
+	text(c, s, sizeof(s), "SELECT status FROM app.withdrawals WHERE id = 'wd-2'");
+	ck_assert_str_eq(s, "cancelled");
+	PQfinish(c);
+}
+END_TEST
+
+/* Block until conn w's backend waits on a lock (observed from o). */
+static void wait_until_blocked(PGconn *o, PGconn *w)
+{
+	for (int i = 0; i < 100; i++) {
+		if (num(o,
+			"SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
+			"AND wait_event_type = 'Lock'",
+			PQbackendPID(w)) == 1)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("the worker connection never blocked");
+}
+
+/*
+ * An enqueue committing while the worker clears the lane never strands
+ * the op: with the default deferred lane trigger (the worker's clear
+ * commits first, the enqueue's lane update follows), with an IMMEDIATE one
+ * (the worker waits on the lane row, then sees the op), and against the
+ * claim's own clearing.
+ */
+START_TEST(test_enqueue_lane_race)
+{
+	PGconn *w = pgtest_connect(&db);
+	PGconn *a = pgtest_connect(&db);
+	PGconn *o = pgtest_connect(&db);
+	long long e = lease(w, OWNER, 0), ids[4], x, y, y2, y3;
+	PGresult *r;
+
+	/* 1. Deferred: X in flight, Y enqueued but uncommitted, X confirmed. */
+	x = enq(w, "u1", "x", 0, "NORMAL");
+	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
+	record(w, e, x, 1, 0, 0x51, 0x51, 0);
+	ok(a, "BEGIN");
+	y = enq(a, "u2", "y", 0, "NORMAL");
+	ok(w, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 1)", e, x, 0x51);
+	ck_assert_int_eq(lane(w, 0, "pending_best"), -1); /* cleared: Y was invisible */
+	ok(a, "COMMIT");
+	ck_assert_int_eq(lane(w, 0, "pending_best"), 1);
+	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
+	ck_assert_int_eq(ids[0], y);
+
+	/* 2. Immediate: the enqueue holds the lane; the worker's release waits, then sees Y2. */
+	record(w, e, y, 1, 0, 0x52, 0x52, 0);
+	ok(a, "BEGIN");
+	ok(a, "SET CONSTRAINTS ALL IMMEDIATE");
+	y2 = enq(a, "u3", "y2", 0, "NORMAL");
+	{
+		char sql[512];
+
+		snprintf(sql, sizeof(sql),
+			 "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 1)", e,
+			 y, 0x52);
+		ck_assert(PQsendQuery(w, sql));
+	}
+	wait_until_blocked(o, w);
+	ok(a, "COMMIT");
+	r = PQgetResult(w);
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+	PQclear(r);
+	while ((r = PQgetResult(w)))
+		PQclear(r);
+	status_is(w, y, "CONFIRMED");
+	ck_assert_int_eq(lane(w, 0, "pending_best"), 1);
+	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
+	ck_assert_int_eq(ids[0], y2);
+
+	/* 3. The claim clears a lane whose ops are gone while Y3 commits. */
+	ok(w, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ok(w, "SELECT outbox.admin_cancel(%lld, 'ops')", y2);
+	ok(w, "UPDATE outbox.lanes SET pending_best = 1, next_due = now()"); /* stale lane */
+	ok(a, "BEGIN");
+	y3 = enq(a, "u4", "y3", 0, "NORMAL");
+	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 0);
+	ck_assert_int_eq(lane(w, 0, "pending_best"), -1);
+	ok(a, "COMMIT");
+	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
+	ck_assert_int_eq(ids[0], y3);
+	PQfinish(o);
+	PQfinish(a);
+	PQfinish(w);
+}
+END_TEST
+
+/* ---- recovery ---- */
+
+START_TEST(test_reconcile_and_lookup)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), e2, ids[8];
+	long long a = enq(c, "u1", "a", 0, "NORMAL");
+	long long b = enq(c, "u2", "b", 1, "NORMAL");
+	long long d = enq(c, "u3", "d", 2, "NORMAL");
+	PGresult *r;
+
+	ck_assert_int_eq(claim(c, e, 1, 8, ids, 8), 3);
+	record(c, e, a, 1, 0, 0x61, 0x61, 0);
+	record(c, e, a, 1, 1, 0x62, 0x61, 0);
+	record(c, e, b, 1, 0, 0x63, 0x63, 1);
+	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
+	   0x63);
+	/* d stays claimed-PENDING: the dead owner's reservation. */
+	ok(c, "UPDATE outbox.shard_leases SET expires_at = now() - interval '1 s'");
+	e2 = num(c, "SELECT outbox.lease_acquire('" PEER "', 0, 10000)");
+	ck_assert_int_eq(e2, e + 1);
+	r = q(c,
+	      "SELECT op_id, coalesce(tx_hash, '-'), coalesce(bump_no, -1) "
+	      "FROM outbox.reconcile_list('" PEER "', 0, %lld)",
+	      e2);
+	ck_assert_int_eq(PQntuples(r), 3);
+	ck_assert_int_eq(strtoll(PQgetvalue(r, 0, 0), NULL, 10), a);
+	ck_assert_int_eq(atoi(PQgetvalue(r, 0, 2)), 0);
+	ck_assert_int_eq(atoi(PQgetvalue(r, 1, 2)), 1);
+	ck_assert_int_eq(strtoll(PQgetvalue(r, 2, 0), NULL, 10), b);
+	ck_assert_str_eq(PQgetvalue(r, 2, 1), "-"); /* SUBMITTED, nothing live */
+	PQclear(r);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 1);
+	ck_assert_int_eq(lane(c, 1, "in_flight"), 1);
+	ck_assert_int_eq(lane(c, 2, "in_flight"), 0);
+	/* The predecessor's claim of d is gone: the new owner claims it. */
+	r = q(c, "SELECT op_id FROM outbox.claim('" PEER "', '{0}', '{%lld}', 1, 8)", e2);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(strtoll(PQgetvalue(r, 0, 0), NULL, 10), d);
+	PQclear(r);
+	/* The ledger follower's lookup: ours only. */
+	r = q(c,
+	      "SELECT op_id, vshard FROM outbox.attempt_lookup(ARRAY['%064x', '%064x', "
+	      "repeat('9', 64)])",
+	      0x62, 0x63);
+	ck_assert_int_eq(PQntuples(r), 2);
+	PQclear(r);
+	ck_assert_int_eq(num(c, "SELECT op_id FROM outbox.attempt_lookup(ARRAY['%064x'])", 0x62),
+			 a);
+	PQfinish(c);
+}
+END_TEST
+
+static Suite *dispatch_sql_suite(void)
+{
+	Suite *s = suite_create("dispatch_sql");
+	TCase *t;
+
+	t = tcase_create("fencing");
+	tcase_add_checked_fixture(t, setup2, teardown);
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, test_fencing);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("dispatch");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_fence_blocks_takeover);
+	tcase_add_test(t, test_claim_order);
+	tcase_add_test(t, test_claim_per_account_max);
+	tcase_add_test(t, test_claim_ignores_busy_backlog);
+	tcase_add_test(t, test_held_users);
+	tcase_add_test(t, test_write_ahead_then_confirm);
+	tcase_add_test(t, test_one_live_inner_and_guards);
+	tcase_add_test(t, test_fee_bumps);
+	tcase_add_test(t, test_fail_paths);
+	tcase_add_test(t, test_pending_retry_and_defer);
+	tcase_add_test(t, test_notify_done);
+	tcase_add_test(t, test_admin);
+	tcase_add_test(t, test_illegal_moves_rejected);
+	tcase_add_test(t, test_mirror_business_row);
+	tcase_add_test(t, test_enqueue_lane_race);
+	tcase_add_test(t, test_reconcile_and_lookup);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(dispatch_sql_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
