@@ -148,24 +148,47 @@ FROM outbox.ops o WHERE o.status IN ('PENDING', 'SUBMITTED')
 GROUP BY o.signer;
 
 -- A lane's best pending priority and earliest due time, from the signer
--- index: three probes (one per priority), no scan.
+-- index: three probes (one per priority), no scan. PL/pgSQL, not SQL: a
+-- SQL function that is not inlined is planned again on every call
+-- (~0.3 ms here); PL/pgSQL caches the plan per session.
 CREATE FUNCTION outbox.lane_best_due(s text, OUT best smallint, OUT due timestamptz)
-LANGUAGE sql STABLE AS $$
-	SELECT min(v.p) FILTER (WHERE v.d IS NOT NULL), min(v.d)
-	FROM (SELECT x.p, (SELECT o.next_attempt_at FROM outbox.ops o
-			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = x.p
-			ORDER BY o.next_attempt_at LIMIT 1) AS d
-		FROM (VALUES (0::smallint), (1::smallint), (2::smallint)) x (p)) v
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	d0 timestamptz;
+	d1 timestamptz;
+	d2 timestamptz;
+BEGIN
+	SELECT (SELECT o.next_attempt_at FROM outbox.ops o
+			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = 0
+			ORDER BY o.next_attempt_at LIMIT 1),
+		(SELECT o.next_attempt_at FROM outbox.ops o
+			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = 1
+			ORDER BY o.next_attempt_at LIMIT 1),
+		(SELECT o.next_attempt_at FROM outbox.ops o
+			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = 2
+			ORDER BY o.next_attempt_at LIMIT 1)
+	INTO d0, d1, d2;
+	best := CASE WHEN d0 IS NOT NULL THEN 0 WHEN d1 IS NOT NULL THEN 1
+		WHEN d2 IS NOT NULL THEN 2 END;
+	due := LEAST(d0, d1, d2);
+END
 $$;
 
 -- The earliest due time after now() among a lane's PENDING ops.
 CREATE FUNCTION outbox.lane_due_future(s text) RETURNS timestamptz
-LANGUAGE sql STABLE AS $$
-	SELECT min((SELECT o.next_attempt_at FROM outbox.ops o
-			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = x.p
-				AND o.next_attempt_at > now()
-			ORDER BY o.next_attempt_at LIMIT 1))
-	FROM (VALUES (0::smallint), (1::smallint), (2::smallint)) x (p)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	RETURN LEAST(
+		(SELECT o.next_attempt_at FROM outbox.ops o
+			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = 0
+				AND o.next_attempt_at > now() ORDER BY o.next_attempt_at LIMIT 1),
+		(SELECT o.next_attempt_at FROM outbox.ops o
+			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = 1
+				AND o.next_attempt_at > now() ORDER BY o.next_attempt_at LIMIT 1),
+		(SELECT o.next_attempt_at FROM outbox.ops o
+			WHERE o.signer = s AND o.status = 'PENDING' AND o.priority = 2
+				AND o.next_attempt_at > now() ORDER BY o.next_attempt_at LIMIT 1));
+END
 $$;
 
 -- Give back `release` reservations of a lane and recompute its pending
