@@ -9,6 +9,7 @@
  * snapshot; it is not a QSBR reader.
  */
 #include "oracle/oracle.h"
+#include "oracle/follower.h"
 
 #include "common/log.h"
 #include "common/shm/proc_table.h"
@@ -157,6 +158,7 @@ int oracle_main(struct child_ctx *ctx)
 		rpc_client_free(o.rpc);
 		return 1;
 	}
+	struct follower *fol = follower_new(ctx, o.rpc, o.ep); /* ledger follower (follower.h) */
 	proc_slot_running(o.slot);
 	log_info("running rpc=%s poll=%lldms ttl=%lldms dwell=%lldms",
 		 rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
@@ -167,13 +169,20 @@ int oracle_main(struct child_ctx *ctx)
 
 		if (timeout < 0 || timeout > ORACLE_TICK_MS)
 			timeout = ORACLE_TICK_MS;
+		if (fol && follower_timeout_ms(fol) < timeout)
+			timeout = follower_timeout_ms(fol);
 		proc_slot_heartbeat(o.slot);
 		stats_counter_add(o.stats, MET_HEARTBEATS, 1);
 		stats_counter_add(o.stats, MET_LOOP_ITERATIONS, 1);
 		n = epoll_wait(o.ep, evs, 8, timeout);
 		for (int i = 0; i < n; i++)
-			handle(&o, &evs[i]);
+			if (fol && evs[i].data.u64 == FOLLOWER_EV_TAG)
+				follower_on_ready(fol, evs[i].events);
+			else
+				handle(&o, &evs[i]);
 		rpc_client_perform(o.rpc);
+		if (fol)
+			follower_tick(fol);
 		if (child_supervisor_gone(ctx) && !o.draining) {
 			log_warn("supervisor gone: draining");
 			o.draining = true;
@@ -182,6 +191,7 @@ int oracle_main(struct child_ctx *ctx)
 
 	proc_slot_stopping(o.slot);
 	rpc_client_free(o.rpc); /* cancels a round in flight; nothing is published after this */
+	follower_free(fol);
 	log_info("stopped");
 	return 0;
 }

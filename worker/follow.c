@@ -30,6 +30,7 @@
 #include "common/feemath.h"
 #include "common/log.h"
 #include "common/stellar/classify.h"
+#include "oracle/follower.h"
 
 #include <sodium.h>
 #include <stdio.h>
@@ -105,27 +106,33 @@ static const char *landed_hash(struct job *j, const struct rpc_get_tx *g)
 	return j->inner_hash;
 }
 
-static void confirm(struct job *j, const struct rpc_get_tx *g)
+static void confirm_with(struct job *j, const char *hash, uint32_t ledger, int64_t fee_charged)
 {
-	struct tx_result tr;
 	char id[24], led[16], fee[24];
-	const char *p[4] = {id, landed_hash(j, g), led, fee};
+	const char *p[4] = {id, hash, led, fee};
 
-	memset(&tr, 0, sizeof(tr));
-	if (g->result_xdr)
-		tx_result_decode_b64(&tr, g->result_xdr, NULL);
 	j->signer->seq = j->seq; /* consumed */
 	j->signer->seq_valid = true;
 	CRASHPOINT("after_confirm_seen");
 	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
-	snprintf(led, sizeof(led), "%u", g->ledger);
-	snprintf(fee, sizeof(fee), "%lld", (long long)tr.fee_charged);
+	snprintf(led, sizeof(led), "%u", ledger);
+	snprintf(fee, sizeof(fee), "%lld", (long long)fee_charged);
 	stats_counter_add(j->w->stats, MET_OPS_CONFIRMED, 1);
 	if (job_sql(j,
 		    "SELECT outbox.op_confirm($1, $2::int, $3::bigint, $4::bigint, $5, $6::int, "
 		    "$7::bigint)",
 		    4, p, on_done))
 		leases_resync(j->w, j->vshard, "postgresql unavailable");
+}
+
+static void confirm(struct job *j, const struct rpc_get_tx *g)
+{
+	struct tx_result tr;
+
+	memset(&tr, 0, sizeof(tr));
+	if (g->result_xdr)
+		tx_result_decode_b64(&tr, g->result_xdr, NULL);
+	confirm_with(j, landed_hash(j, g), g->ledger, tr.fee_charged);
 }
 
 static void failed_on_chain(struct job *j, const struct rpc_get_tx *g)
@@ -359,6 +366,10 @@ void follow_poll(struct job *j)
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct rpc_request req = {.method = RPC_GET_TRANSACTION, .hash = j->inner_hash};
 
+	if (j->hint_success) {
+		confirm_with(j, j->hint_hash, j->hint_ledger, j->hint_fee);
+		return;
+	}
 	if (rpc_call_start(j->w->rpc, &req, on_get, j, &err)) {
 		next_poll(j);
 		return;
@@ -366,10 +377,28 @@ void follow_poll(struct job *j)
 	j->busy = true;
 }
 
-void follow_hint(struct worker *w, const char *tx_hash)
+/*
+ * The ledger follower (oracle/follower.h) saw tx_hash applied. A SUCCESS is
+ * confirmed from the hint (the ledger is closed; the hash is one of this
+ * job's live envelopes, so it is this op's one execution); a FAILED one is
+ * polled at once for its result code.
+ */
+void follow_hint(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux)
 {
-	for (struct job *j = w->jobs; j; j = j->next)
-		for (int i = 0; i < j->n_live; i++)
-			if (!strcmp(j->live_hash[i], tx_hash))
-				j->due_ms = 0;
+	for (struct job *j = w->jobs; j; j = j->next) {
+		if (j->abandoned)
+			continue;
+		for (int i = 0; i < j->n_live; i++) {
+			if (strcmp(j->live_hash[i], tx_hash))
+				continue;
+			if (FOLLOWER_AUX_STATUS(aux) == FOLLOWER_LANDED_SUCCESS && ledger) {
+				j->hint_success = true;
+				memcpy(j->hint_hash, j->live_hash[i], 65);
+				j->hint_ledger = ledger;
+				j->hint_fee = (int64_t)FOLLOWER_AUX_FEE(aux);
+			}
+			j->due_ms = 0;
+			return;
+		}
+	}
 }

@@ -28,6 +28,7 @@
 #include "common/priority.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/proc_table.h"
+#include "common/shm/spsc_ring.h"
 #include "common/shm/stats.h"
 #include "common/stellar/rpc.h"
 #include "common/stellar/txbuild.h"
@@ -93,6 +94,8 @@ struct worker {
 	size_t n_jobs;
 	int64_t inflight; /* slots held in the global cap */
 	struct fee_view fees;
+	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (new ops), oracle (landed) */
+	bool ring_ok[SHM_N_PRODUCERS];
 };
 
 enum job_state {
@@ -133,7 +136,10 @@ struct job {
 	uint32_t sent_ledger;
 	int64_t poll_ms;
 	int follow_errors;
-	bool landed_pending; /* a hint said it landed: poll now */
+	bool hint_success; /* the ledger follower saw one of our hashes succeed */
+	char hint_hash[65];
+	uint32_t hint_ledger;
+	int64_t hint_fee;
 
 	/* A send answered ERROR: decided only after getTransaction says NOT_FOUND. */
 	bool err_pending;
@@ -182,7 +188,7 @@ void job_fail(struct job *j, const char *error, const char *code, const char *la
 
 /* follow.c */
 void follow_poll(struct job *j);
-void follow_hint(struct worker *w, const char *tx_hash);
+void follow_hint(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux);
 
 /* signers.c */
 int signers_load(struct worker *w, struct outbox_error *err);

@@ -31,6 +31,7 @@
 #include "common/stellar/sign.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,6 +135,30 @@ static void on_connect(bool up, void *arg)
 	leases_start(w);
 }
 
+/* Drain the hint rings: new ops claim at once, landed hashes poll at once. */
+static void read_hints(struct worker *w)
+{
+	struct shm_hint h[32];
+	char hex[65];
+	unsigned n;
+
+	for (int pr = 0; pr < SHM_N_PRODUCERS; pr++) {
+		if (!w->ring_ok[pr])
+			continue;
+		while ((n = spsc_ring_pop_batch(&w->rings[pr], h, 32)) > 0) {
+			stats_counter_add(w->stats, MET_HINTS_RECEIVED, n);
+			for (unsigned i = 0; i < n; i++) {
+				if (h[i].type == SHM_HINT_NEW_OP) {
+					worker_schedule_claim(w, 0);
+				} else if (h[i].type == SHM_HINT_TX_LANDED) {
+					sodium_bin2hex(hex, sizeof(hex), h[i].tx_hash, 32);
+					follow_hint(w, hex, h[i].ledger, h[i].aux);
+				}
+			}
+		}
+	}
+}
+
 static void handle(struct worker *w, const struct epoll_event *ev)
 {
 	uint64_t n;
@@ -157,7 +182,7 @@ static void handle(struct worker *w, const struct epoll_event *ev)
 		break;
 	case EV_DOORBELL:
 		stats_counter_add(w->stats, MET_DOORBELL_WAKEUPS, 1);
-		worker_schedule_claim(w, 0);
+		read_hints(w);
 		break;
 	case EV_TIMER:
 		(void)!read(w->timer_fd, &n, sizeof(n));
@@ -210,6 +235,9 @@ static int setup(struct worker *w, struct outbox_error *err)
 	    (rc = epoll_add(w->ep, w->timer_fd, EV_TIMER)) ||
 	    (rc = epoll_add(w->ep, rpc_client_fd(w->rpc), EV_RPC)))
 		return rc;
+	for (int pr = 0; pr < SHM_N_PRODUCERS; pr++)
+		w->ring_ok[pr] = spsc_ring_attach(&w->rings[pr], ctx->seg, (enum shm_producer)pr,
+						  ctx->index) == 0;
 	inflight_set(ctx->seg, ctx->index, 0);
 	return arm_timer(w->timer_fd, ctx->cfg->dispatch_interval_ms);
 }
@@ -289,6 +317,7 @@ int worker_main(struct child_ctx *ctx)
 		proc_slot_heartbeat(w.slot);
 		stats_counter_add(w.stats, MET_HEARTBEATS, 1);
 		stats_counter_add(w.stats, MET_LOOP_ITERATIONS, 1);
+		read_hints(&w);
 		turn(&w);
 
 		doorbell_prepare(w.db);

@@ -435,6 +435,34 @@ START_TEST(test_dispatch_fee_bump_lands)
 }
 END_TEST
 
+/*
+ * getTransaction answers 503 to everyone: the workers cannot follow their
+ * own transactions, so every confirmation comes from the oracle's ledger
+ * follower (getTransactions per closed ledger -> attempt_lookup -> a
+ * TX_LANDED hint in the owning worker's ring).
+ */
+START_TEST(test_dispatch_follower_confirms)
+{
+	struct fixture f;
+	char rec[16];
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"method\": \"getTransaction\", \"http_5xx_rate\": 1}");
+	for (int i = 0; i < 8; i++) {
+		snprintf(rec, sizeof(rec), "l%d", i);
+		enqueue(&f, "DEPOSIT", "led", rec, i % N_SIGNERS, f.signer[0], "10", NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 60000), "ops still open without getTransaction");
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 8);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
 /* kill -9 a worker at a crash point; the op still executes once and ends CONFIRMED. */
 static void crash_at(const char *point)
 {
@@ -502,6 +530,7 @@ static Suite *dispatch_suite(void)
 	add(s, "held_user", test_dispatch_held_user);
 	add(s, "blackhole_expiry", test_dispatch_blackhole_expiry);
 	add(s, "fee_bump_lands", test_dispatch_fee_bump_lands);
+	add(s, "follower_confirms", test_dispatch_follower_confirms);
 	add(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit);
 	add(s, "crash_after_send", test_dispatch_crash_after_send);
 	add(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen);
