@@ -34,8 +34,9 @@ CREATE INDEX ops_signer_pending_idx ON outbox.ops (signer, priority, next_attemp
 --                 release); a future time while its ops back off or are
 --                 held (a held user's ops are re-checked every second)
 --   in_flight     reservations: ops claimed and not yet finalized
---   gen           bumped by every enqueue; a lane is cleared only under
---                 "gen = <gen read>" (and under the lane's row lock)
+--   gen           bumped by every merge of enqueue signals; a lane is
+--                 cleared only under "gen = <gen read>", and only under
+--                 its row lock (see lane_signals for why that suffices)
 -- Only (vshard, pending_best, next_due) is indexed, so in_flight and gen
 -- updates are HOT; fillfactor leaves room for them on the page.
 CREATE TABLE outbox.lanes (
@@ -95,50 +96,72 @@ CREATE TRIGGER ops_notify_done AFTER UPDATE OF status ON outbox.ops
 	EXECUTE FUNCTION outbox.notify_done();
 
 -- ---------------------------------------------------------------------
--- Lanes maintained by enqueue. DEFERRED: the lane row is updated (and
--- locked) only while the enqueuing transaction commits, not for the whole
--- application transaction, so workers finalizing that signer's ops wait
--- microseconds, not for the application. Safe either way (SET CONSTRAINTS
--- ... IMMEDIATE works too): whoever changes a lane's pending state holds
--- its row lock, and an enqueue's update runs after its op row exists, so
--- a worker that cleared the lane without seeing the (uncommitted) op is
--- followed by this update, which sets pending_best again and bumps gen.
--- An application enqueuing for several signers in one transaction should
--- do it in signer order (lane locks are taken in insertion order).
+-- How an enqueue reaches the lanes: an append-only signal row, merged into
+-- lanes by the next claim of that vshard (and by the worker's sweep).
 --
--- Repeated updates of one row inside one transaction cost O(versions) each
--- (every index probe walks the row's versions), so a bulk insert of n ops
--- for one signer would cost O(n^2): when this transaction already updated
--- the lane (xmin is ours, so we hold its lock and bumped gen) and the lane
--- already covers the new op, there is nothing to change.
-CREATE FUNCTION outbox.lane_enqueued() RETURNS trigger
+-- Why not update the lane from the enqueue: the enqueue runs in the
+-- APPLICATION's transaction. Updating (or locking) the shared lane row
+-- there (a) serializes every enqueue of one signer on that row until
+-- commit, (b) makes workers finalizing that signer's ops wait for the
+-- application's transaction, and (c) fails a REPEATABLE READ or
+-- SERIALIZABLE application transaction with 40001 whenever a worker
+-- updated the lane during it. Measured with pgbench (8 clients, enqueue of
+-- one NORMAL op per transaction, this 2-core machine under load): an
+-- upsert trigger cost 35-40% of enqueue throughput over 256 signers and
+-- 60% on one hot signer. An INSERT conflicts with nothing.
+--
+-- Race-freedom (the enqueue-lane race): a worker clears a lane only under
+-- its row lock, after reading the ops in a later statement. An enqueue
+-- whose op it could not see yet commits its signal with the op, and the
+-- next claim merges it (setting pending_best again, gen + 1). A signal
+-- committed before the claim's merge statement is merged and its op is
+-- visible to the claim's later statements. Nothing is stranded, whatever
+-- the interleaving and whatever the application's isolation level.
+-- (Workers use READ COMMITTED, the default.)
+CREATE TABLE outbox.lane_signals (
+	vshard integer NOT NULL CHECK (vshard BETWEEN 0 AND 4095),
+	signer text NOT NULL,
+	priority smallint NOT NULL,
+	due timestamptz NOT NULL
+) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000);
+CREATE INDEX lane_signals_vshard_idx ON outbox.lane_signals (vshard);
+
+-- Statement level: a bulk insert of n ops writes one signal per signer.
+CREATE FUNCTION outbox.lane_signal() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-	cur record;
 BEGIN
-	SELECT x.pending_best, x.next_due, x.xmin = pg_current_xact_id()::xid AS mine INTO cur
-	FROM outbox.lanes x WHERE x.signer = NEW.signer;
-	IF FOUND AND cur.mine AND cur.pending_best <= NEW.priority
-		AND (cur.next_due <= NEW.next_attempt_at OR cur.next_due = 'infinity') THEN
-		RETURN NULL;
-	END IF;
+	INSERT INTO outbox.lane_signals (vshard, signer, priority, due)
+	SELECT n.vshard, n.signer, min(n.priority), min(n.next_attempt_at)
+	FROM new_ops n GROUP BY n.vshard, n.signer;
+	RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER ops_lane_signal AFTER INSERT ON outbox.ops
+	REFERENCING NEW TABLE AS new_ops
+	FOR EACH STATEMENT EXECUTE FUNCTION outbox.lane_signal();
+
+-- Merge the committed signals of vshards into their lanes.
+CREATE FUNCTION outbox.lane_merge(vshards integer[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	WITH s AS (
+		DELETE FROM outbox.lane_signals x WHERE x.vshard = ANY (vshards)
+		RETURNING x.vshard, x.signer, x.priority, x.due)
 	INSERT INTO outbox.lanes AS l (signer, vshard, pending_best, next_due, gen)
-	VALUES (NEW.signer, NEW.vshard, NEW.priority, NEW.next_attempt_at, 1)
+	SELECT s.signer, min(s.vshard), min(s.priority), min(s.due), 1
+	FROM s GROUP BY s.signer
 	ON CONFLICT (signer) DO UPDATE SET
 		pending_best = LEAST(l.pending_best, excluded.pending_best),
 		next_due = CASE WHEN l.next_due = 'infinity' THEN l.next_due
 			ELSE LEAST(l.next_due, excluded.next_due) END,
 		gen = l.gen + 1;
-	RETURN NULL;
 END
 $$;
 
-CREATE CONSTRAINT TRIGGER ops_lane AFTER INSERT ON outbox.ops
-	DEFERRABLE INITIALLY DEFERRED
-	FOR EACH ROW EXECUTE FUNCTION outbox.lane_enqueued();
-
 -- Backfill lanes for ops that exist already. After the trigger exists: its
--- creation waited for in-progress inserts, so nothing falls between.
+-- creation waited for in-progress inserts, so nothing falls between (an op
+-- both backfilled and signalled is merged harmlessly: LEAST is idempotent).
 INSERT INTO outbox.lanes (signer, vshard, pending_best, next_due, in_flight, gen)
 SELECT o.signer, min(o.vshard),
 	min(o.priority) FILTER (WHERE o.status = 'PENDING'),
@@ -420,6 +443,7 @@ BEGIN
 	FOR i IN 1 .. cardinality(vshards) LOOP
 		PERFORM outbox.fence(claim.owner, vshards[i], epochs[i]);
 	END LOOP;
+	PERFORM outbox.lane_merge(vshards);
 
 	FOR ln IN
 		SELECT l.signer, l.vshard, l.in_flight, l.gen FROM outbox.lanes l
@@ -857,13 +881,8 @@ BEGIN
 	INSERT INTO outbox.audit_log (actor, action, target, detail)
 	VALUES (actor, 'op.retry', op.id::text,
 		jsonb_build_object('from', 'FAILED', 'to', 'PENDING', 'previous_attempts', op.attempts));
-	INSERT INTO outbox.lanes AS l (signer, vshard, pending_best, next_due, gen)
-	VALUES (op.signer, op.vshard, op.priority, now(), 1)
-	ON CONFLICT (signer) DO UPDATE SET
-		pending_best = LEAST(l.pending_best, excluded.pending_best),
-		next_due = CASE WHEN l.next_due = 'infinity' THEN l.next_due
-			ELSE LEAST(l.next_due, excluded.next_due) END,
-		gen = l.gen + 1;
+	INSERT INTO outbox.lane_signals (vshard, signer, priority, due)
+	VALUES (op.vshard, op.signer, op.priority, now());
 	RETURN 'PENDING';
 END
 $$;
@@ -890,8 +909,8 @@ BEGIN
 	INSERT INTO outbox.audit_log (actor, action, target, detail)
 	VALUES (actor, 'op.cancel', op.id::text,
 		jsonb_build_object('from', 'PENDING', 'to', 'CANCELLED'));
-	UPDATE outbox.lanes l SET gen = l.gen + 1 WHERE l.signer = op.signer;
-	PERFORM outbox.lane_settle(op.signer, 0);
+	-- The lane is left alone: the next claim that finds nothing ready
+	-- there recomputes it.
 	RETURN 'CANCELLED';
 END
 $$;

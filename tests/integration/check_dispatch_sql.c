@@ -789,7 +789,8 @@ START_TEST(test_admin)
 	text(c, st, sizeof(st), "SELECT outbox.admin_cancel(%lld, 'ops@example')", p);
 	ck_assert_str_eq(st, "CANCELLED");
 	status_is(c, p, "CANCELLED");
-	ck_assert_int_eq(lane(c, 0, "pending_best"), -1);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 0);
+	ck_assert_int_eq(lane(c, 0, "pending_best"), -1); /* the claim found it empty */
 	ck_assert_int_eq(num(c,
 			     "SELECT count(*) FROM outbox.audit_log WHERE actor = 'ops@example' "
 			     "AND action = 'op.cancel' AND target = '%lld'",
@@ -926,36 +927,22 @@ START_TEST(test_mirror_business_row)
 }
 END_TEST
 
-/* Block until conn w's backend waits on a lock (observed from o). */
-static void wait_until_blocked(PGconn *o, PGconn *w)
-{
-	for (int i = 0; i < 100; i++) {
-		if (num(o,
-			"SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
-			"AND wait_event_type = 'Lock'",
-			PQbackendPID(w)) == 1)
-			return;
-		usleep(20000);
-	}
-	ck_abort_msg("the worker connection never blocked");
-}
-
 /*
  * An enqueue committing while the worker clears the lane never strands
- * the op: with the default deferred lane trigger (the worker's clear
- * commits first, the enqueue's lane update follows), with an IMMEDIATE one
- * (the worker waits on the lane row, then sees the op), and against the
- * claim's own clearing.
+ * the op, in every interleaving we can force: the worker's clearing
+ * transaction commits before the enqueue, or is still open when the
+ * enqueue commits; the claim itself clears a stale lane while the enqueue
+ * is open; and an application in REPEATABLE READ is never failed by a
+ * worker that touched the lane during its transaction (the enqueue only
+ * appends a signal, it never updates or locks the shared lane row).
  */
 START_TEST(test_enqueue_lane_race)
 {
 	PGconn *w = pgtest_connect(&db);
 	PGconn *a = pgtest_connect(&db);
-	PGconn *o = pgtest_connect(&db);
-	long long e = lease(w, OWNER, 0), ids[4], x, y, y2, y3;
-	PGresult *r;
+	long long e = lease(w, OWNER, 0), ids[4], x, y, y2, y3, y4;
 
-	/* 1. Deferred: X in flight, Y enqueued but uncommitted, X confirmed. */
+	/* 1. X in flight; Y enqueued, uncommitted; X confirmed (lane cleared); Y commits. */
 	x = enq(w, "u1", "x", 0, "NORMAL");
 	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
 	record(w, e, x, 1, 0, 0x51, 0x51, 0);
@@ -964,39 +951,24 @@ START_TEST(test_enqueue_lane_race)
 	ok(w, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 1)", e, x, 0x51);
 	ck_assert_int_eq(lane(w, 0, "pending_best"), -1); /* cleared: Y was invisible */
 	ok(a, "COMMIT");
-	ck_assert_int_eq(lane(w, 0, "pending_best"), 1);
 	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
 	ck_assert_int_eq(ids[0], y);
 
-	/* 2. Immediate: the enqueue holds the lane; the worker's release waits, then sees Y2. */
+	/* 2. The clearing transaction is still open when the enqueue commits. */
 	record(w, e, y, 1, 0, 0x52, 0x52, 0);
 	ok(a, "BEGIN");
-	ok(a, "SET CONSTRAINTS ALL IMMEDIATE");
 	y2 = enq(a, "u3", "y2", 0, "NORMAL");
-	{
-		char sql[512];
-
-		snprintf(sql, sizeof(sql),
-			 "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 1)", e,
-			 y, 0x52);
-		ck_assert(PQsendQuery(w, sql));
-	}
-	wait_until_blocked(o, w);
+	ok(w, "BEGIN");
+	ok(w, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 1)", e, y, 0x52);
 	ok(a, "COMMIT");
-	r = PQgetResult(w);
-	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
-	PQclear(r);
-	while ((r = PQgetResult(w)))
-		PQclear(r);
-	status_is(w, y, "CONFIRMED");
-	ck_assert_int_eq(lane(w, 0, "pending_best"), 1);
+	ck_assert_int_eq(lane(w, 0, "pending_best"), -1);
+	ok(w, "COMMIT");
 	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
 	ck_assert_int_eq(ids[0], y2);
 
-	/* 3. The claim clears a lane whose ops are gone while Y3 commits. */
+	/* 3. The claim clears a stale lane while Y3's enqueue is open. */
 	ok(w, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
 	ok(w, "SELECT outbox.admin_cancel(%lld, 'ops')", y2);
-	ok(w, "UPDATE outbox.lanes SET pending_best = 1, next_due = now()"); /* stale lane */
 	ok(a, "BEGIN");
 	y3 = enq(a, "u4", "y3", 0, "NORMAL");
 	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 0);
@@ -1004,7 +976,15 @@ START_TEST(test_enqueue_lane_race)
 	ok(a, "COMMIT");
 	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
 	ck_assert_int_eq(ids[0], y3);
-	PQfinish(o);
+
+	/* 4. REPEATABLE READ application; the worker updates the lane meanwhile. */
+	ok(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+	ok(a, "SELECT count(*) FROM outbox.ops"); /* take the snapshot */
+	ok(w, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	y4 = enq(a, "u5", "y4", 0, "CRITICAL");
+	ok(a, "COMMIT");
+	ck_assert_int_eq(claim(w, e, 1, 4, ids, 4), 1);
+	ck_assert_int_eq(ids[0], y4);
 	PQfinish(a);
 	PQfinish(w);
 }
