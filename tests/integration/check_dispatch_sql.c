@@ -292,20 +292,29 @@ START_TEST(test_fence_blocks_takeover)
 {
 	PGconn *a = pgtest_connect(&db);
 	PGconn *b = pgtest_connect(&db);
+	PGconn *o = pgtest_connect(&db); /* autocommit: fresh activity view per query */
 	PGresult *r;
 	long long e;
+	int blocked = 0;
 
 	enq(a, "u1", "f1", 0, "NORMAL");
 	e = lease(a, OWNER, 0);
-	ok(a, "UPDATE outbox.shard_leases SET expires_at = now() + interval '300 ms'");
+	ok(a, "UPDATE outbox.shard_leases SET expires_at = now() + interval '1 s'");
 	ok(a, "BEGIN");
 	ok(a, "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10)", e);
-	usleep(400000);
+	while (num(b, "SELECT (expires_at > now())::int FROM outbox.shard_leases"))
+		usleep(50000);
 	/* Expired now, but our fenced transaction still holds the row. */
 	ck_assert(PQsendQuery(b, "SELECT outbox.lease_acquire('" PEER "', 0, 10000)"));
-	usleep(300000);
-	PQconsumeInput(b);
-	ck_assert(PQisBusy(b));
+	for (int i = 0; i < 250 && !blocked; i++) {
+		blocked = (int)num(o,
+				   "SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
+				   "AND wait_event_type = 'Lock'",
+				   PQbackendPID(b));
+		if (!blocked)
+			usleep(20000);
+	}
+	ck_assert_msg(blocked, "the takeover did not wait for the fenced transaction");
 	ok(a, "COMMIT");
 	r = PQgetResult(b);
 	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
@@ -313,6 +322,7 @@ START_TEST(test_fence_blocks_takeover)
 	PQclear(r);
 	PQclear(PQgetResult(b));
 	fails(a, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10)", e);
+	PQfinish(o);
 	PQfinish(b);
 	PQfinish(a);
 }
