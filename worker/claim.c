@@ -105,7 +105,7 @@ static bool take_row(struct worker *w, const PGresult *res, int r)
 static void on_claim(PGresult *res, void *arg)
 {
 	struct worker *w = arg;
-	int n, got = 0;
+	int n;
 
 	w->claiming = false;
 	if (!res)
@@ -121,7 +121,7 @@ static void on_claim(PGresult *res, void *arg)
 	}
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
-		got += take_row(w, res, r);
+		(void)take_row(w, res, r);
 	if (n > 0 || w->claim_again)
 		worker_schedule_claim(w, n > 0 ? WORKER_LANE_POLL_MS : 0);
 	w->claim_again = false;
