@@ -16,9 +16,12 @@
 
 #include "common/log.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct lease_ctx {
 	struct worker *w;
@@ -81,13 +84,62 @@ static void try_acquire(struct worker *w, int v)
 	w->leases[v].acquiring = true;
 }
 
-void leases_start(struct worker *w)
+static void acquire_mine(struct worker *w)
 {
 	for (int v = 0; v < w->nvshards; v++)
 		if (mine(w, v))
 			try_acquire(w, v);
 	w->next_foreign_ms = pgq_now_ms() + WORKER_FOREIGN_TRY_MS;
 	w->next_renew_ms = pgq_now_ms() + WORKER_LEASE_TTL_MS / 3;
+}
+
+static void on_release(PGresult *res, void *arg);
+
+/*
+ * Leases of our own predecessor (same instance and worker index, another
+ * pid that no longer exists on this host: the supervisor respawned us after
+ * it died) are released on its behalf before we acquire, instead of waiting
+ * up to a TTL for them to expire. Safe: a dead process writes nothing more,
+ * and lease_release waits for any of its transactions the server is still
+ * finishing (they hold the lease row FOR SHARE). Instance names are unique
+ * per deployment (the instance lock makes them unique per host; the owner
+ * string must not be shared across hosts either).
+ */
+static void on_predecessors(PGresult *res, void *arg)
+{
+	struct worker *w = arg;
+
+	if (res && pgq_ok(res)) {
+		for (int r = 0; r < PQntuples(res); r++) {
+			const char *owner = PQgetvalue(res, r, 1);
+			const char *slash = strrchr(owner, '/');
+			long pid = slash ? strtol(slash + 1, NULL, 10) : 0;
+			const char *p[3] = {owner, PQgetvalue(res, r, 0), PQgetvalue(res, r, 2)};
+
+			if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+			    errno != ESRCH)
+				continue;
+			log_info("vshard %s: releasing the lease of dead predecessor %s", p[1],
+				 owner);
+			pgq_send(&w->pg, "SELECT outbox.lease_release($1, $2::int, $3::bigint)", 3,
+				 p, on_release, NULL);
+		}
+	}
+	acquire_mine(w);
+}
+
+void leases_start(struct worker *w)
+{
+	char idx[16];
+	const char *p[2] = {w->cfg->instance, idx};
+
+	snprintf(idx, sizeof(idx), "%u", w->ctx->index);
+	if (pgq_send(
+		    &w->pg,
+		    "SELECT vshard, owner, epoch FROM outbox.shard_leases WHERE expires_at > now() "
+		    "AND split_part(owner, '/', 1) = $1 AND split_part(owner, '/', 2) = $2",
+		    2, p, on_predecessors, w))
+		acquire_mine(w);
 }
 
 void leases_lost(struct worker *w, int v, const char *why)

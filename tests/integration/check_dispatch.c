@@ -291,6 +291,52 @@ START_TEST(test_dispatch_follower_confirms)
 }
 END_TEST
 
+/*
+ * A respawned worker takes its dead predecessor's leases at once (it
+ * releases them on the dead pid's behalf) instead of waiting a lease TTL
+ * (10 s): worker 0's vshards change owner within 5 s of the SIGKILL.
+ */
+START_TEST(test_dispatch_respawn_takes_leases_at_once)
+{
+	struct fixture f;
+	char q[300];
+	json_t *s;
+	long long pid;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	s = ph_wait_all_running(&f.h, 3, 10000);
+	pid = ph_int(ph_proc(s, "worker", 0), "pid");
+	json_decref(s);
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM outbox.shard_leases WHERE expires_at > now() AND owner = "
+		 "'%s/0/%lld'",
+		 f.h.instance, pid);
+	uint64_t end = ph_now_ms() + 10000;
+	while (pgtest_scalar(f.c, q) < 4 && ph_now_ms() < end)
+		ph_sleep_ms(20);
+	ck_assert_int_eq(pgtest_scalar(f.c, q), 4);
+	ck_assert_int_eq(kill((pid_t)pid, SIGKILL), 0);
+	uint64_t killed = ph_now_ms();
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM outbox.shard_leases WHERE expires_at > now() AND vshard %% "
+		 "2 = 0 "
+		 "AND epoch = 2 AND split_part(owner, '/', 1) = '%s' AND owner <> '%s/0/%lld'",
+		 f.h.instance, f.h.instance, pid);
+	while (pgtest_scalar(f.c, q) < 4 && ph_now_ms() < killed + 9000)
+		ph_sleep_ms(20);
+	ck_assert_msg(pgtest_scalar(f.c, q) == 4, "vshards not retaken in %llu ms",
+		      (unsigned long long)(ph_now_ms() - killed));
+	ck_assert_msg(ph_now_ms() - killed < 5000, "retaken only after %llu ms",
+		      (unsigned long long)(ph_now_ms() - killed));
+	enqueue(&f, "DEPOSIT", "after", "a1", 0, f.signer[1], "10", "CRITICAL");
+	enqueue(&f, "DEPOSIT", "after", "a2", 1, f.signer[1], "10", NULL);
+	ck_assert(wait_terminal(&f, 30000));
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
 /* kill -9 a worker at a crash point; the op still executes once and ends CONFIRMED. */
 static void crash_at(const char *point)
 {
@@ -359,6 +405,7 @@ static Suite *dispatch_suite(void)
 	add(s, "blackhole_expiry", test_dispatch_blackhole_expiry);
 	add(s, "fee_bump_lands", test_dispatch_fee_bump_lands);
 	add(s, "follower_confirms", test_dispatch_follower_confirms);
+	add(s, "respawn_takes_leases", test_dispatch_respawn_takes_leases_at_once);
 	add(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit);
 	add(s, "crash_after_send", test_dispatch_crash_after_send);
 	add(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen);
