@@ -31,3 +31,16 @@ foreach(t check_dispatch check_dispatch_multi)
 		endforeach()
 	endif()
 endforeach()
+
+# bench_dispatch (tests/bench/dispatch.c): confirmed ops/s, enqueue-to-send
+# latency and PostgreSQL's own limit for the same SQL (pgbench); built into
+# the build root, not a ctest (benchmarks never assert on timings).
+# Run: OUTBOX_BUILD_DIR=<build> OUTBOX_PG_BASE=... ./bench_dispatch
+add_executable(bench_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/bench/dispatch.c)
+target_link_libraries(bench_dispatch PRIVATE ${OUTBOX_TEST_LIBS})
+set_target_properties(bench_dispatch PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+foreach(dep outboxd outboxctl stellar-sim)
+	if(TARGET ${dep})
+		add_dependencies(bench_dispatch ${dep})
+	endif()
+endforeach()

@@ -14,7 +14,12 @@
  * timer (OUTBOX_DISPATCH_INTERVAL_MS), and again WORKER_LANE_POLL_MS after
  * a claim that found work (a busy system is polled at that rate, an idle
  * one only by the sweep, so an idle PostgreSQL sees one cheap query per
- * sweep and worker).
+ * sweep and worker). bench_dispatch (1000 signers, 4 workers, 100 ms
+ * ledgers, ~300-500 ops/s offered on the shared 2-core machine) measured
+ * enqueue-to-send p50/p99 of 56-69/181-226 ms with a 50 ms poll and 47/190
+ * ms with 10 ms: the poll is not what dominates (the per-op RPC round trips
+ * and the one PostgreSQL connection per worker are), so 10 ms is kept as
+ * cheap while busy and free while idle.
  */
 #include "worker/worker.h"
 

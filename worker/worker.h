@@ -42,7 +42,7 @@
 #define WORKER_FOLLOW_MIN_MS  150  /* first getTransaction after a send */
 #define WORKER_FOLLOW_MAX_MS  1000 /* polling interval grows to this */
 #define WORKER_RESEND_MS      2000 /* re-send the same envelope while NOT_FOUND */
-#define WORKER_LANE_POLL_MS   50   /* NORMAL/LOW latency: claim poll while work is found */
+#define WORKER_LANE_POLL_MS   10   /* NORMAL/LOW latency: claim poll while work is found */
 #define WORKER_MIN_HORIZON_S  30   /* maxTime at least this far past the ledger close time */
 #define WORKER_QUEUE_LEDGERS  4    /* a queued tx is dropped after this many ledgers (4.7) */
 #define WORKER_MAX_BUMPS      16

@@ -16,7 +16,7 @@
 
 #include <sodium.h>
 
-#define DH_MAX_SIGNERS 512
+#define DH_MAX_SIGNERS 1024
 
 struct fixture {
 	struct proc_harness h;
@@ -24,6 +24,7 @@ struct fixture {
 	PGconn *c;
 	int n_signers;
 	int workers; /* OUTBOX_WORKERS, 0 = 2 */
+	int vshards; /* OUTBOX_VSHARDS, 0 = 8 */
 	char signer[DH_MAX_SIGNERS][57];
 };
 
@@ -76,7 +77,7 @@ static inline void prepare(struct fixture *f, const char *sim_args)
 {
 	if (!f->n_signers)
 		f->n_signers = 4;
-	pgtest_setup(&f->db, 8);
+	pgtest_setup(&f->db, f->vshards ? f->vshards : 8);
 	f->c = pgtest_connect(&f->db);
 	ph_setup(&f->h, "disp");
 	write_keys(f);
@@ -88,14 +89,15 @@ static inline void prepare(struct fixture *f, const char *sim_args)
 static inline void launch_as(struct fixture *f, struct proc_harness *h,
 			     const char *const *env_extra)
 {
-	static char url[2200], workers[32];
+	static char url[2200], workers[32], vshards[32];
 	const char *env[24];
 	int n = 0;
 
 	snprintf(url, sizeof(url), "OUTBOX_DATABASE_URL=%s", f->db.conninfo);
 	snprintf(workers, sizeof(workers), "OUTBOX_WORKERS=%d", f->workers ? f->workers : 2);
 	env[n++] = url;
-	env[n++] = "OUTBOX_VSHARDS=8";
+	snprintf(vshards, sizeof(vshards), "OUTBOX_VSHARDS=%d", f->vshards ? f->vshards : 8);
+	env[n++] = vshards;
 	env[n++] = workers;
 	env[n++] = "OUTBOX_DISPATCH_INTERVAL_MS=200";
 	env[n++] = "OUTBOX_BACKOFF_BASE_MS=100";
