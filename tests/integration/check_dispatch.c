@@ -337,6 +337,68 @@ START_TEST(test_dispatch_respawn_takes_leases_at_once)
 }
 END_TEST
 
+/*
+ * Congestion from the fee oracle (background load in the sim, the oracle
+ * told the ledger holds 10 transactions): a LOW op is deferred in
+ * OUTBOX_LOW_DEFER_MS steps while congestion >= high, but never longer than
+ * OUTBOX_LOW_MAX_DEFER_MS in total, then submitted anyway; NORMAL and
+ * CRITICAL are never deferred. (Which fee CRITICAL bids is proven by
+ * check_fee_policy: stellar-sim's fee statistics report what included
+ * transactions paid, so its p70 and p95 coincide and cannot tell them apart.)
+ */
+START_TEST(test_dispatch_low_deferral_under_congestion)
+{
+	struct fixture f;
+	const char *env[] = {"FEE_ORACLE_DWELL_MS=0",        "FEE_ORACLE_LEDGER_MAX_TX=10",
+			     "FEE_ORACLE_POLL_MS=200",       "OUTBOX_LOW_DEFER_MS=1000",
+			     "OUTBOX_LOW_MAX_DEFER_MS=4000", NULL};
+	int level = -1;
+
+	memset(&f, 0, sizeof(f));
+	start(&f,
+	      "--ledger-ms 250 --ledger-capacity 60 --fee-window-soroban 4 "
+	      "--vault-contract " PH_CONTRACT,
+	      env);
+	ph_sim_post(&f.h, "/debug/faults", "{\"background_fee_load\": 30}");
+	uint64_t end = ph_now_ms() + 30000;
+	while (level < 2 && ph_now_ms() < end) {
+		json_t *fee = ph_ctl(&f.h, "fee", NULL);
+		const char *l =
+			fee ? json_string_value(json_object_get(fee, "congestionLevel")) : NULL;
+		level = !l ? -1 : !strcmp(l, "severe") ? 3 : !strcmp(l, "high") ? 2 : 0;
+		json_decref(fee);
+		ph_sleep_ms(100);
+	}
+	ck_assert_msg(level >= 2, "congestion never reached high");
+	enqueue(&f, "REBALANCE", "ops", "low1", 0, NULL, "10", NULL);
+	enqueue(&f, "DEPOSIT", "n", "norm1", 1, f.signer[1], "10", NULL);
+	enqueue(&f, "WITHDRAW", "c", "crit1", 2, f.signer[2], "1", NULL);
+	ck_assert(wait_terminal(&f, 60000));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 3);
+	/* LOW: deferred several times, submitted once its total deferral reached the cap */
+	ck_assert_int_ge(pgtest_scalar(f.c,
+				       "SELECT count(*) FROM outbox.events e JOIN outbox.ops o "
+				       "ON o.id = e.op_id WHERE o.kind = 'REBALANCE' AND "
+				       "e.type = 'DEFERRED'"),
+			 2);
+	long long waited =
+		pgtest_scalar(f.c, "SELECT (extract(epoch FROM min(a.submitted_at) - "
+				   "o.created_at) * 1000)::bigint FROM outbox.ops o JOIN "
+				   "outbox.attempts a ON a.op_id = o.id WHERE o.kind = "
+				   "'REBALANCE' GROUP BY o.created_at");
+	ck_assert_msg(waited >= 3900 && waited < 9000, "LOW waited %lld ms", waited);
+	ck_assert_int_eq(pgtest_scalar(f.c,
+				       "SELECT count(*) FROM outbox.events e JOIN outbox.ops o "
+				       "ON o.id = e.op_id WHERE o.kind <> 'REBALANCE' AND "
+				       "e.type = 'DEFERRED'"),
+			 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
 /* kill -9 a worker at a crash point; the op still executes once and ends CONFIRMED. */
 static void crash_at(const char *point)
 {
@@ -406,6 +468,7 @@ static Suite *dispatch_suite(void)
 	add(s, "fee_bump_lands", test_dispatch_fee_bump_lands);
 	add(s, "follower_confirms", test_dispatch_follower_confirms);
 	add(s, "respawn_takes_leases", test_dispatch_respawn_takes_leases_at_once);
+	add(s, "low_deferral", test_dispatch_low_deferral_under_congestion);
 	add(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit);
 	add(s, "crash_after_send", test_dispatch_crash_after_send);
 	add(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen);
