@@ -1,7 +1,8 @@
 /*
  * signers.c - the signers this worker signs for: keys and sequence cache.
  *
- * Keys: the keys file is loaded once into libsodium memory (common/keys.h).
+ * Keys: the keys file is loaded once into libsodium memory (common/keys.h)
+ * and only the seeds of this worker's own signers are kept (signers_load).
  * A keypair (its own guarded allocation) exists only for the duration of one
  * signature. Signers are found by their G... id in an open-addressing table
  * that grows as ops of new signers are claimed.
@@ -15,15 +16,59 @@
 
 #include "common/stellar/sign.h"
 #include "common/stellar/strkey.h"
+#include "common/vshard.h"
 
 #include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
+static bool key_is_mine(const struct worker *w, const uint8_t pub[32])
+{
+	char id[STRKEY_BUF];
+	int v;
+
+	strkey_encode_account(pub, id);
+	v = outbox_vshard_of(id, strlen(id), (int)w->cfg->vshards);
+	return v >= 0 && (uint32_t)v % (uint32_t)w->cfg->workers == w->ctx->index;
+}
+
+/*
+ * Keep only the seeds of signers in this worker's vshards (v % N == index:
+ * the only vshards it ever leases, a takeover of a dead instance included),
+ * so a worker holds no key it cannot use. The others are wiped with the
+ * file's copy.
+ */
 int signers_load(struct worker *w, struct outbox_error *err)
 {
-	return signer_keys_load(&w->keys, w->cfg->signer_keys_file, err);
+	struct signer_keys all = SIGNER_KEYS_INIT;
+	size_t n = 0, k = 0;
+	int rc = signer_keys_load(&all, w->cfg->signer_keys_file, err);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < all.n; i++)
+		n += key_is_mine(w, all.pub[i]);
+	if (n) {
+		w->keys.seed = sodium_malloc(n * 32);
+		w->keys.pub = calloc(n, 32);
+		if (!w->keys.seed || !w->keys.pub) {
+			signer_keys_release(&w->keys);
+			signer_keys_release(&all);
+			return outbox_error_set(err, -ENOMEM, "OUTBOX_SIGNER_KEYS_FILE",
+						"out of memory for %zu keys", n);
+		}
+		for (size_t i = 0; i < all.n; i++) {
+			if (!key_is_mine(w, all.pub[i]))
+				continue;
+			memcpy(w->keys.seed[k], all.seed[i], 32);
+			memcpy(w->keys.pub[k++], all.pub[i], 32);
+		}
+		sodium_mprotect_readonly(w->keys.seed);
+	}
+	w->keys.n = n;
+	signer_keys_release(&all);
+	return 0;
 }
 
 static uint64_t id_hash(const char *id)
