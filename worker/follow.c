@@ -262,7 +262,9 @@ static bool try_bump(struct job *j, uint32_t latest_ledger)
 	bool capped = false;
 	char *b64 = NULL;
 
-	if (j->n_live > cfg->fee_bump_max_attempts || j->n_live > WORKER_MAX_BUMPS)
+	/* bump_no counts every bump ever recorded for this inner tx (rejected ones
+	 * too), so a new one never reuses a number: (op, attempt, bump) is unique. */
+	if (j->bump_no >= cfg->fee_bump_max_attempts || j->n_live > WORKER_MAX_BUMPS)
 		return false;
 	if (txbuild_fee_bump_min_fee(&in, FEE_POLICY_MIN_FEE, queued ? &q : NULL, &min_fee, &err))
 		return false;
@@ -290,13 +292,13 @@ static bool try_bump(struct job *j, uint32_t latest_ledger)
 	sodium_bin2hex(j->live_hash[k], 65, j->tb.hash, 32);
 	j->live_b64[k] = b64;
 	j->last_fee = want;
-	j->bump_no = k;
+	j->bump_no++;
 	char id[24], an[16], bn[16], seq[24], mt[24], fee[24];
 	const char *p[10] = {id,  an, bn, j->live_hash[k], j->inner_hash, b64, j->signer->id,
 			     seq, mt, fee};
 	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
 	snprintf(an, sizeof(an), "%d", j->attempt_no);
-	snprintf(bn, sizeof(bn), "%d", k);
+	snprintf(bn, sizeof(bn), "%d", j->bump_no);
 	snprintf(seq, sizeof(seq), "%lld", (long long)j->seq);
 	snprintf(mt, sizeof(mt), "%lld", (long long)j->max_time);
 	snprintf(fee, sizeof(fee), "%lld", (long long)want);

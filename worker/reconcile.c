@@ -7,7 +7,9 @@
  * connection) left behind is accounted for. Each op becomes a follow-only
  * job over its attempt rows: it re-sends the same envelopes and ends the op
  * exactly as follow.c does (confirm, fail, or prove expiry and hand the op
- * back to PENDING). Ops without a LIVE attempt (their predecessor died
+ * back to PENDING). Besides reconcile_list it reads, per op, the highest
+ * bump number recorded (outbox.attempts, a plain read), so a later fee
+ * bump never reuses one. Ops without a LIVE attempt (their predecessor died
  * between attempt_decide and op_retry_later) go back to PENDING at once.
  */
 #include "worker/worker.h"
@@ -26,7 +28,7 @@ struct rec_ctx {
 	uint32_t gen;
 };
 
-enum { C_OP, C_SIGNER, C_HASH, C_INNER, C_BUMP, C_ENV, C_SEQ, C_MAXT, C_FEE, C_ATT };
+enum { C_OP, C_SIGNER, C_HASH, C_INNER, C_BUMP, C_ENV, C_SEQ, C_MAXT, C_FEE, C_ATT, C_MAXBUMP };
 
 static struct job *job_for(struct worker *w, int v, int64_t op)
 {
@@ -93,11 +95,14 @@ static void adopt_row(struct worker *w, int v, const PGresult *res, int r)
 		j->inner_b64 = b64;
 		inner_fees(j, b64);
 	}
-	if (bump >= j->bump_no) {
-		j->bump_no = bump;
+	if (!j->cur_b64 || bump >= j->cur_bump) {
+		j->cur_bump = bump;
 		j->cur_b64 = b64;
 		j->last_fee = strtoll(PQgetvalue(res, r, C_FEE), NULL, 10);
 	}
+	/* every bump number ever used, rejected ones included (a plain read of
+	 * outbox.attempts), so the next bump's number is new */
+	j->bump_no = atoi(PQgetvalue(res, r, C_MAXBUMP));
 	j->n_live++;
 }
 
@@ -153,9 +158,12 @@ void reconcile_start(struct worker *w, int v)
 	snprintf(vs, sizeof(vs), "%d", v);
 	snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
 	if (pgq_send(&w->pg,
-		     "SELECT op_id, signer, tx_hash, inner_tx_hash, bump_no, envelope_xdr, "
-		     "source_sequence, max_time, fee, attempt_no "
-		     "FROM outbox.reconcile_list($1, $2::int, $3::bigint) ORDER BY op_id, bump_no",
+		     "SELECT r.op_id, r.signer, r.tx_hash, r.inner_tx_hash, r.bump_no, "
+		     "r.envelope_xdr, r.source_sequence, r.max_time, r.fee, r.attempt_no, "
+		     "(SELECT max(x.bump_no) FROM outbox.attempts x WHERE x.op_id = r.op_id AND "
+		     "x.attempt_no = r.attempt_no) "
+		     "FROM outbox.reconcile_list($1, $2::int, $3::bigint) r ORDER BY r.op_id, "
+		     "r.bump_no",
 		     3, p, on_list, c)) {
 		free(c);
 		return;

@@ -124,7 +124,8 @@ struct job {
 	int64_t claimed_ms;
 
 	/* The live inner transaction and its fee bumps. */
-	int attempt_no, bump_no;
+	int attempt_no, bump_no; /* bump_no: bumps recorded so far for this inner tx */
+	int cur_bump;            /* reconcile: bump number of cur_b64 */
 	int64_t seq, max_time, inner_fee, resource_fee, last_fee;
 	char inner_hash[65];
 	char *inner_b64;
