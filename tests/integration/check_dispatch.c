@@ -44,6 +44,12 @@ START_TEST(test_dispatch_all_confirmed_exactly_once)
 				       "ON a.op_id = o.id AND a.tx_hash = o.tx_hash "
 				       "WHERE a.outcome = 'CONFIRMED'"),
 			 40);
+	/* drain: SIGTERM -> exit 0, and every lease is released for a peer to take at once */
+	ph_stop_clean(&f.h);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.shard_leases WHERE "
+					    "expires_at > now()"),
+			 0);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.shard_leases"), 8);
 	stop(&f);
 }
 END_TEST
