@@ -51,15 +51,18 @@ static void on_release(PGresult *res, void *arg)
 		log_warn("claim_release: %s", PQresultErrorMessage(res));
 }
 
-static void give_back(struct worker *w, int v, const char *signer)
+/* A claimed op we will not work on: its reservation (and its claim stamp) go back. */
+static void give_back(struct worker *w, int v, const char *signer, const char *op_id)
 {
-	char vs[16], es[24];
-	const char *p[5] = {w->owner, vs, es, signer, "1"};
+	char vs[16], es[24], ids[32];
+	const char *p[6] = {w->owner, vs, es, signer, "1", ids};
 
 	snprintf(vs, sizeof(vs), "%d", v);
 	snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
-	pgq_send(&w->pg, "SELECT outbox.claim_release($1, $2::int, $3::bigint, $4, $5::int)", 5, p,
-		 on_release, NULL);
+	snprintf(ids, sizeof(ids), "{%s}", op_id);
+	pgq_send(&w->pg,
+		 "SELECT outbox.claim_release($1, $2::int, $3::bigint, $4, $5::int, $6::bigint[])",
+		 6, p, on_release, NULL);
 }
 
 static bool take_row(struct worker *w, const PGresult *res, int r)
@@ -74,7 +77,7 @@ static bool take_row(struct worker *w, const PGresult *res, int r)
 		return false;
 	if (inflight_try_acquire(w->ctx->seg, w->ctx->index, w->cfg->global_max_in_flight)) {
 		stats_counter_add(w->stats, MET_INFLIGHT_DENIED, 1);
-		give_back(w, v, PQgetvalue(res, r, K_SIGNER));
+		give_back(w, v, PQgetvalue(res, r, K_SIGNER), PQgetvalue(res, r, K_OP));
 		return false;
 	}
 	s = signers_get(w, PQgetvalue(res, r, K_SIGNER));
@@ -82,7 +85,7 @@ static bool take_row(struct worker *w, const PGresult *res, int r)
 	if (!j || op_kind_parse(PQgetvalue(res, r, K_KIND), &kind) ||
 	    (prio = (enum op_priority)atoi(PQgetvalue(res, r, K_PRIO))) >= OP_PRIO_COUNT) {
 		inflight_release(w->ctx->seg, w->ctx->index);
-		give_back(w, v, PQgetvalue(res, r, K_SIGNER));
+		give_back(w, v, PQgetvalue(res, r, K_SIGNER), PQgetvalue(res, r, K_OP));
 		if (j)
 			job_finish(j);
 		return false;

@@ -405,6 +405,37 @@ START_TEST(test_dispatch_low_deferral_under_congestion)
 }
 END_TEST
 
+/*
+ * OUTBOX_GLOBAL_MAX_IN_FLIGHT=1 across two workers: claimed ops beyond the
+ * cap are given back (claim_release) and wait; no two transactions are ever
+ * in flight at once (their attempt intervals never overlap), and every op
+ * still ends CONFIRMED exactly once.
+ */
+START_TEST(test_dispatch_global_cap)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_GLOBAL_MAX_IN_FLIGHT=1", NULL};
+	char rec[16];
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 100 --vault-contract " PH_CONTRACT, env);
+	for (int i = 0; i < 8; i++) {
+		snprintf(rec, sizeof(rec), "g%d", i);
+		enqueue(&f, "DEPOSIT", "cap", rec, i % N_SIGNERS, f.signer[0], "10", NULL);
+	}
+	ck_assert(wait_terminal(&f, 60000));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 8);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts a JOIN "
+					    "outbox.attempts b ON a.id < b.id AND a.submitted_at < "
+					    "b.decided_at AND b.submitted_at < a.decided_at"),
+			 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
 /* kill -9 a worker at a crash point; the op still executes once and ends CONFIRMED. */
 static void crash_at(const char *point)
 {
@@ -475,6 +506,7 @@ static Suite *dispatch_suite(void)
 	add(s, "follower_confirms", test_dispatch_follower_confirms);
 	add(s, "respawn_takes_leases", test_dispatch_respawn_takes_leases_at_once);
 	add(s, "low_deferral", test_dispatch_low_deferral_under_congestion);
+	add(s, "global_cap", test_dispatch_global_cap);
 	add(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit);
 	add(s, "crash_after_send", test_dispatch_crash_after_send);
 	add(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen);
