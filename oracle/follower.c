@@ -6,6 +6,7 @@
 #include "common/backoff.h"
 #include "common/log.h"
 #include "common/shm/doorbell.h"
+#include "common/shm/layout.h"
 #include "common/shm/spsc_ring.h"
 #include "common/shm/stats.h"
 #include "common/stellar/txresult.h"
@@ -42,7 +43,7 @@ struct follower {
 	/* hashes of the page waiting for attempt_lookup */
 	char hashes[FOLLOWER_HASHES][65];
 	uint32_t ledgers[FOLLOWER_HASHES];
-	uint64_t aux[FOLLOWER_HASHES]; /* FOLLOWER_AUX(status, fee charged) */
+	uint64_t aux[FOLLOWER_HASHES]; /* SHM_HINT_AUX(status, fee charged) */
 	size_t n_hashes;
 };
 
@@ -230,8 +231,8 @@ static void on_page(struct rpc_result *r, void *arg)
 		snprintf(f->hashes[f->n_hashes], 65, "%s", t->tx_hash);
 		f->ledgers[f->n_hashes] = t->ledger;
 		f->aux[f->n_hashes++] =
-			FOLLOWER_AUX(t->status == RPC_TX_SUCCESS ? FOLLOWER_LANDED_SUCCESS
-								 : FOLLOWER_LANDED_FAILED,
+			SHM_HINT_AUX(t->status == RPC_TX_SUCCESS ? SHM_HINT_LANDED_SUCCESS
+								 : SHM_HINT_LANDED_FAILED,
 				     tr.fee_charged > 0 ? (uint64_t)tr.fee_charged : 0);
 	}
 	if (g->cursor[0])

@@ -27,17 +27,6 @@
 
 #include <stdint.h>
 
-/*
- * A TX_LANDED hint's aux: how the tx ended and the fee it was charged, so
- * the owning worker can confirm from the hint alone (the ledger is closed:
- * getTransactions only lists applied transactions).
- */
-#define FOLLOWER_LANDED_SUCCESS   1u
-#define FOLLOWER_LANDED_FAILED    2u
-#define FOLLOWER_AUX(status, fee) (((uint64_t)(fee) << 2) | (status))
-#define FOLLOWER_AUX_STATUS(aux)  ((unsigned)((aux)&3u))
-#define FOLLOWER_AUX_FEE(aux)     ((aux) >> 2)
-
 #define FOLLOWER_EV_TAG 0x466f6c6c6f77ull /* epoll tag of the follower's PG socket */
 
 struct follower;

@@ -30,7 +30,7 @@
 #include "common/feemath.h"
 #include "common/log.h"
 #include "common/stellar/classify.h"
-#include "oracle/follower.h"
+#include "common/shm/layout.h"
 
 #include <sodium.h>
 #include <stdio.h>
@@ -393,11 +393,11 @@ void follow_hint(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_
 		for (int i = 0; i < j->n_live; i++) {
 			if (strcmp(j->live_hash[i], tx_hash))
 				continue;
-			if (FOLLOWER_AUX_STATUS(aux) == FOLLOWER_LANDED_SUCCESS && ledger) {
+			if (SHM_HINT_AUX_STATUS(aux) == SHM_HINT_LANDED_SUCCESS && ledger) {
 				j->hint_success = true;
 				memcpy(j->hint_hash, j->live_hash[i], 65);
 				j->hint_ledger = ledger;
-				j->hint_fee = (int64_t)FOLLOWER_AUX_FEE(aux);
+				j->hint_fee = (int64_t)SHM_HINT_AUX_FEE(aux);
 			}
 			j->due_ms = 0;
 			return;

@@ -273,6 +273,19 @@ enum shm_hint_type {
 	SHM_HINT_TX_LANDED = 2, /* tx_hash landed in ledger `ledger` */
 };
 
+/*
+ * A TX_LANDED hint's aux: how the transaction ended and the fee it was
+ * charged, so the owning worker can confirm from the hint alone (the ledger
+ * is closed: getTransactions lists only applied transactions). Defined here,
+ * beside the record, because producer (oracle) and consumer (worker) are
+ * different roles and meet only in shared memory.
+ */
+#define SHM_HINT_LANDED_SUCCESS   1u
+#define SHM_HINT_LANDED_FAILED    2u
+#define SHM_HINT_AUX(status, fee) (((uint64_t)(fee) << 2) | (status))
+#define SHM_HINT_AUX_STATUS(aux)  ((unsigned)((aux)&3u))
+#define SHM_HINT_AUX_FEE(aux)     ((aux) >> 2)
+
 /* One fixed-size record; 64 bytes. */
 struct shm_hint {
 	uint32_t type;       /* enum shm_hint_type */
