@@ -15,6 +15,7 @@
 #include "common/stellar/strkey.h"
 #include "tests/integration/dispatch_harness.h"
 #include "tests/support/pgtest.h"
+#include "tests/support/check_main.h"
 
 #define N_SIGNERS 4
 
@@ -513,13 +514,4 @@ static Suite *dispatch_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(dispatch_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(dispatch_suite)

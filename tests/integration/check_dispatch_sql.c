@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tests/support/pgtest.h"
+#include "tests/support/check_main.h"
 
 #define OWNER "inst/0/100"
 #define PEER  "inst/1/200"
@@ -1090,13 +1091,4 @@ static Suite *dispatch_sql_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(dispatch_sql_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(dispatch_sql_suite)

@@ -10,6 +10,7 @@
  * of 4 ledgers; the oracle is told FEE_ORACLE_LEDGER_MAX_TX=10.
  */
 #include "tests/integration/proc_harness.h"
+#include "tests/support/check_main.h"
 
 #define DWELL_MS 2000
 
@@ -239,13 +240,4 @@ static Suite *oracle_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(oracle_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(oracle_suite)

@@ -49,6 +49,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "tests/support/check_main.h"
 
 #define MAX_IDS 4096
 
@@ -1091,13 +1092,4 @@ static Suite *rpc_client_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(rpc_client_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(rpc_client_suite)

@@ -9,6 +9,7 @@
  * configuration errors.
  */
 #include "tests/integration/proc_harness.h"
+#include "tests/support/check_main.h"
 
 static struct proc_harness h;
 
@@ -430,13 +431,4 @@ static Suite *supervisor_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(supervisor_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(supervisor_suite)

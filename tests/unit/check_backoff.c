@@ -4,6 +4,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "tests/support/check_main.h"
 
 /* splitmix64: a fixed, well-mixed sequence of 64-bit draws. */
 static uint64_t next_rand(uint64_t *s)
@@ -84,13 +85,4 @@ static Suite *backoff_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(backoff_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(backoff_suite)

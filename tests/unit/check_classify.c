@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include "tests/support/check_main.h"
 
 enum ctx { SEND, GET };
 
@@ -387,13 +388,4 @@ static Suite *classify_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(classify_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(classify_suite)

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "tests/support/check_main.h"
 
 #define L FEE_CONGESTION_LOW
 #define E FEE_CONGESTION_ELEVATED
@@ -240,13 +241,4 @@ static Suite *congestion_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(congestion_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(congestion_suite)

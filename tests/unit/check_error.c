@@ -4,6 +4,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tests/support/check_main.h"
 
 START_TEST(test_error_names_field)
 {
@@ -58,13 +59,4 @@ static Suite *error_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(error_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(error_suite)

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "tests/support/check_main.h"
 
 static const enum fee_congestion levels[] = {FEE_CONGESTION_LOW, FEE_CONGESTION_ELEVATED,
 					     FEE_CONGESTION_HIGH, FEE_CONGESTION_SEVERE};
@@ -206,13 +207,4 @@ static Suite *fee_policy_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(fee_policy_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(fee_policy_suite)

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "tests/support/check_main.h"
 
 START_TEST(test_feemath_multiplier_parse)
 {
@@ -107,13 +108,4 @@ static Suite *feemath_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(feemath_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(feemath_suite)

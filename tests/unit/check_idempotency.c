@@ -5,6 +5,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tests/support/check_main.h"
 
 START_TEST(test_idem_keys_per_kind)
 {
@@ -119,13 +120,4 @@ static Suite *idempotency_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(idempotency_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(idempotency_suite)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "tests/support/check_main.h"
 
 /* stellar-protocol.md 3.3 */
 #define SEED1 "SBU2RRGLXH3E5CQHTD3ODLDF2BWDCYUSSBLLZ5GNW7JXHDIYKXZWHOKR"
@@ -222,13 +223,4 @@ static Suite *keys_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(keys_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(keys_suite)

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tests/support/check_main.h"
 
 struct move {
 	const char *from, *to, *event;
@@ -106,13 +107,4 @@ static Suite *lifecycle_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(lifecycle_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(lifecycle_suite)

@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <stdlib.h>
+#include "tests/support/check_main.h"
 
 START_TEST(test_priority_defaults_by_kind)
 {
@@ -95,13 +96,4 @@ static Suite *priority_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(priority_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+OUTBOX_CHECK_MAIN(priority_suite)
