@@ -27,6 +27,12 @@ struct fee_view {
 	bool stale;      /* fell back to the default fee */
 	bool none;       /* no snapshot at all */
 	uint64_t age_ms; /* now - sampled_at (0 if sampled in the future; UINT64_MAX if none) */
+	/*
+	 * The latest ledger's close time (unix s; 0 if none), kept even when
+	 * stale: callers use it for time bounds after this iteration's
+	 * quiescent point, when the snapshot itself may no longer be read.
+	 */
+	uint64_t close_time;
 };
 
 /* Evaluate snapshot s (NULL = none published) at now_ms. */

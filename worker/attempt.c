@@ -262,8 +262,8 @@ static int source_of(struct job *j, struct txbuild_source *src)
 {
 	struct worker *w = j->w;
 	int64_t now_s = (int64_t)(shm_realtime_ms() / 1000);
-	const struct fee_snapshot *s = fee_snapshot_get(&w->reader);
-	int64_t close = s ? (int64_t)s->latest_ledger_close_time : 0;
+	/* from this iteration's copy: a callback may run while we are offline */
+	int64_t close = (int64_t)w->fees.close_time;
 
 	if (close < now_s)
 		close = now_s;

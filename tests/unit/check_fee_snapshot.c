@@ -405,13 +405,17 @@ START_TEST(test_cross_process_no_torn)
 				const struct fee_snapshot *s = &out;
 
 				if (k < 2) {
-					qsbr_quiescent(&r.q, r.me);
-					s = fee_snapshot_get(&r);
-					if (n % 256 == 255) { /* an event loop sleeping in epoll */
+					/*
+					 * An event loop sleeping in epoll: offline only
+					 * between iterations, never while holding `s`.
+					 */
+					if (n % 256 == 255) {
 						qsbr_offline(&r.q, r.me);
 						sched_yield();
 						qsbr_online(&r.q, r.me);
 					}
+					qsbr_quiescent(&r.q, r.me);
+					s = fee_snapshot_get(&r);
 				} else if (fee_snapshot_copy(&seg, &out, 1000, NULL)) {
 					continue;
 				}

@@ -16,6 +16,7 @@ static struct fee_snapshot snap(uint64_t sampled_at_ms, uint32_t ttl_ms)
 	s.congestion = FEE_CONGESTION_HIGH;
 	s.sampled_at_ms = sampled_at_ms;
 	s.ttl_ms = ttl_ms;
+	s.latest_ledger_close_time = 1700000123;
 	return s;
 }
 
@@ -41,6 +42,7 @@ START_TEST(test_fee_view_fresh_and_grace)
 	ck_assert_uint_eq(v.aggressive, 123);
 	ck_assert_int_eq(v.congestion, FEE_CONGESTION_LOW);
 	ck_assert_uint_eq(v.age_ms, 16001);
+	ck_assert_uint_eq(v.close_time, 1700000123); /* kept for time bounds */
 
 	fee_view_eval(&v, &s, 1000000 + 600000, 123); /* the staleness keeps growing */
 	ck_assert_uint_eq(v.age_ms, 600000);
@@ -56,6 +58,7 @@ START_TEST(test_fee_view_none_and_future)
 	ck_assert(v.none && v.stale);
 	ck_assert_uint_eq(v.recommended, 100);
 	ck_assert_uint_eq(v.age_ms, UINT64_MAX);
+	ck_assert_uint_eq(v.close_time, 0);
 
 	fee_view_eval(&v, &s, 1990000, 100); /* reader's clock behind the oracle's */
 	ck_assert(!v.stale);
