@@ -8,7 +8,7 @@ OUTBOX_DEB_PACKAGES=(
 	libcurl4-openssl-dev libjansson-dev libsodium-dev liburcu-dev librdkafka-dev
 	check libsubunit-dev libmicrohttpd-dev libhiredis-dev
 	clang libclang-rt-14-dev clang-format
-	python3 curl procps iproute2 wrk
+	python3 curl jq procps iproute2 wrk
 )
 # Node.js (for the SDK interop tests) may come from outside Debian, with its
 # own npm: only ask apt for it when the commands are missing.
