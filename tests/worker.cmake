@@ -22,7 +22,7 @@ echo ok" ${OUTBOX_NM} $<TARGET_FILE:outbox_worker>)
 	endif()
 endif()
 
-foreach(t check_dispatch check_dispatch_multi)
+foreach(t check_dispatch check_dispatch_multi check_dispatch_fees)
 	if(TARGET ${t})
 		foreach(dep outboxd outboxctl stellar-sim)
 			if(TARGET ${dep})

@@ -349,9 +349,10 @@ END_TEST
  * told the ledger holds 10 transactions): a LOW op is deferred in
  * OUTBOX_LOW_DEFER_MS steps while congestion >= high, but never longer than
  * OUTBOX_LOW_MAX_DEFER_MS in total, then submitted anyway; NORMAL and
- * CRITICAL are never deferred. (Which fee CRITICAL bids is proven by
- * check_fee_policy: stellar-sim's fee statistics report what included
- * transactions paid, so its p70 and p95 coincide and cannot tell them apart.)
+ * CRITICAL are never deferred. (Which fee CRITICAL bids is proven end to end
+ * by check_dispatch_fees.c. Here the 30 background bids fit the 60-tx
+ * ledger, so every included tx pays the base fee and p70 = p95; that suite
+ * closes surge-priced ledgers that clear at different prices instead.)
  */
 START_TEST(test_dispatch_low_deferral_under_congestion)
 {
