@@ -125,7 +125,7 @@ int job_sql(struct job *j, const char *sql, int n, const char *const *params, pg
 	p[2] = es;
 	for (int i = 0; i < n; i++)
 		p[3 + i] = params[i];
-	rc = pgq_send(&w->pg, sql, n + 3, p, cb, j);
+	rc = pgq_send_batch(worker_pg(w, j->vshard), sql, n + 3, p, cb, j);
 	if (rc == 0)
 		j->busy = true;
 	return rc;

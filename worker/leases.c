@@ -76,8 +76,8 @@ static void try_acquire(struct worker *w, int v)
 	*c = (struct lease_ctx){w, v};
 	snprintf(vs, sizeof(vs), "%d", v);
 	snprintf(ttl, sizeof(ttl), "%d", WORKER_LEASE_TTL_MS);
-	if (pgq_send(&w->pg, "SELECT outbox.lease_acquire($1, $2::int, $3::int)", 3, p, on_acquire,
-		     c)) {
+	if (pgq_send(&w->pg[0], "SELECT outbox.lease_acquire($1, $2::int, $3::int)", 3, p,
+		     on_acquire, c)) {
 		free(c);
 		return;
 	}
@@ -121,8 +121,8 @@ static void on_predecessors(PGresult *res, void *arg)
 				continue;
 			log_info("vshard %s: releasing the lease of dead predecessor %s", p[1],
 				 owner);
-			pgq_send(&w->pg, "SELECT outbox.lease_release($1, $2::int, $3::bigint)", 3,
-				 p, on_release, NULL);
+			pgq_send(&w->pg[0], "SELECT outbox.lease_release($1, $2::int, $3::bigint)",
+				 3, p, on_release, NULL);
 		}
 	}
 	acquire_mine(w);
@@ -135,7 +135,7 @@ void leases_start(struct worker *w)
 
 	snprintf(idx, sizeof(idx), "%u", w->ctx->index);
 	if (pgq_send(
-		    &w->pg,
+		    &w->pg[0],
 		    "SELECT vshard, owner, epoch FROM outbox.shard_leases WHERE expires_at > now() "
 		    "AND split_part(owner, '/', 1) = $1 AND split_part(owner, '/', 2) = $2",
 		    2, p, on_predecessors, w))
@@ -225,8 +225,8 @@ static void renew(struct worker *w)
 	snprintf(vs + a, cap - a, "}");
 	snprintf(es + b, cap - b, "}");
 	snprintf(ttl, sizeof(ttl), "%d", WORKER_LEASE_TTL_MS);
-	if (!pgq_send(&w->pg, "SELECT outbox.lease_renew($1, $2::int[], $3::bigint[], $4::int)", 4,
-		      p, on_renew, w))
+	if (!pgq_send(&w->pg[0], "SELECT outbox.lease_renew($1, $2::int[], $3::bigint[], $4::int)",
+		      4, p, on_renew, w))
 		w->renewing = true;
 out:
 	free(vs);
@@ -270,8 +270,9 @@ void leases_release_all(struct worker *w)
 		job_abandon_vshard(w, v);
 		snprintf(vs, sizeof(vs), "%d", v);
 		snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
-		pgq_send(&w->pg, "SELECT outbox.lease_release($1, $2::int, $3::bigint)", 3, p,
-			 on_release, NULL);
+		/* on v's connection: after every write of v's jobs already queued */
+		pgq_send(worker_pg(w, v), "SELECT outbox.lease_release($1, $2::int, $3::bigint)", 3,
+			 p, on_release, NULL);
 		w->leases[v].epoch = 0;
 	}
 }

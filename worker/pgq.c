@@ -20,6 +20,7 @@ struct pgq_cmd {
 	struct pgq_cmd *next;
 	pgq_cb cb;
 	void *arg;
+	bool batch; /* may share a transaction (pgq_send_batch) */
 	int n;
 	char *params[PGQ_MAX_PARAMS];
 	char sql[]; /* followed by the parameter strings */
@@ -90,9 +91,15 @@ static struct pgq_cmd *pop(struct pgq *q)
 	q->head = c->next;
 	if (!q->head)
 		q->tail = NULL;
-	q->head_sent = false;
 	q->queued--;
 	return c;
+}
+
+static void clear_results(struct pgq *q)
+{
+	for (int i = 0; i < q->n_res; i++)
+		PQclear(q->res[i]);
+	q->n_res = 0;
 }
 
 /* Connection gone: every command learns "unknown" (NULL), in order. */
@@ -107,6 +114,8 @@ static void drop_connection(struct pgq *q, const char *why)
 		q->fd = -1;
 		q->registered_events = 0;
 	}
+	clear_results(q);
+	q->n_sent = 0;
 	q->failures++;
 	q->retry_at_ms = pgq_now_ms() +
 			 (int64_t)backoff_full_jitter_ms(
@@ -122,23 +131,113 @@ static void drop_connection(struct pgq *q, const char *why)
 		q->on_connect(false, q->arg);
 }
 
-/* Put the head command on the wire if nothing is there. */
+/* Append c's statement with its parameters as escaped literals; false on failure. */
+static bool append_inlined(PGconn *conn, const struct pgq_cmd *c, char **buf, size_t *len,
+			   size_t *cap)
+{
+	for (const char *p = c->sql; *p;) {
+		const char *piece = p, *lit = NULL;
+		char *esc = NULL;
+		size_t n = 1;
+
+		if (p[0] == '$' && p[1] >= '1' && p[1] <= '9') {
+			char *end;
+			long k = strtol(p + 1, &end, 10);
+
+			if (k < 1 || k > c->n)
+				return false;
+			esc = c->params[k - 1] ? PQescapeLiteral(conn, c->params[k - 1],
+								 strlen(c->params[k - 1]))
+					       : NULL;
+			if (c->params[k - 1] && !esc)
+				return false;
+			lit = esc ? esc : "NULL";
+			piece = lit;
+			n = strlen(lit);
+			p = end;
+		} else {
+			p++;
+		}
+		if (*len + n + 3 > *cap) {
+			size_t ncap = (*cap + n + 3) * 2;
+			char *nb = realloc(*buf, ncap);
+			if (!nb) {
+				PQfreemem(esc);
+				return false;
+			}
+			*buf = nb;
+			*cap = ncap;
+		}
+		memcpy(*buf + *len, piece, n);
+		*len += n;
+		PQfreemem(esc);
+	}
+	memcpy(*buf + *len, ";\n", 3); /* with the NUL */
+	*len += 2;
+	return true;
+}
+
+/* The first n batchable commands as one multi-statement string, or NULL. */
+static char *batch_sql(struct pgq *q, int n)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	struct pgq_cmd *c = q->head;
+
+	for (int i = 0; buf && i < n; i++, c = c->next) {
+		if (!append_inlined(q->conn, c, &buf, &len, &cap)) {
+			free(buf);
+			return NULL;
+		}
+	}
+	return buf;
+}
+
+/* Put the head command(s) on the wire if nothing is there. */
 static void kick(struct pgq *q)
 {
 	struct pgq_cmd *c = q->head;
+	char *sql = NULL;
+	int n = 0, ok;
 
-	if (!q->conn || !c || q->head_sent)
+	if (!q->conn || !c || q->n_sent)
 		return;
-	if (!PQsendQueryParams(q->conn, c->sql, c->n, NULL, (const char *const *)c->params, NULL,
-			       NULL, 0)) {
+	for (struct pgq_cmd *x = c; x && x->batch && n < PGQ_BATCH_MAX; x = x->next)
+		n++;
+	if (n >= 2 && (sql = batch_sql(q, n))) {
+		ok = PQsendQuery(q->conn, sql);
+		free(sql);
+		q->batches++;
+		q->batched += (uint64_t)n;
+	} else {
+		n = 1;
+		ok = PQsendQueryParams(q->conn, c->sql, c->n, NULL, (const char *const *)c->params,
+				       NULL, NULL, 0);
+	}
+	if (!ok) {
 		drop_connection(q, PQerrorMessage(q->conn));
 		return;
 	}
-	q->head_sent = true;
+	q->n_sent = n;
 	set_events(q, PQflush(q->conn) == 1 ? EPOLLIN | EPOLLOUT : EPOLLIN);
 }
 
+static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char *const *params,
+		   pgq_cb cb, void *arg);
+
 int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb, void *arg)
+{
+	return enqueue(q, false, sql, n, params, cb, arg);
+}
+
+int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
+		   void *arg)
+{
+	return enqueue(q, true, sql, n, params, cb, arg);
+}
+
+static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char *const *params,
+		   pgq_cb cb, void *arg)
 {
 	size_t len = strlen(sql) + 1, off;
 	struct pgq_cmd *c;
@@ -155,6 +254,7 @@ int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, p
 	c->next = NULL;
 	c->cb = cb;
 	c->arg = arg;
+	c->batch = batch;
 	c->n = n;
 	off = strlen(sql) + 1;
 	memcpy(c->sql, sql, off);
@@ -189,25 +289,66 @@ static void deliver_notifies(struct pgq *q)
 	}
 }
 
-/* Read every complete result; finish the head command when libpq is done with it. */
+/*
+ * The command(s) on the wire completed (PQgetResult said NULL, so the
+ * implicit transaction has ended). A single command gets its last result.
+ * A batch delivers one result per command only if every statement
+ * succeeded; otherwise nothing of it committed and each command goes again
+ * alone, in the same order, at the head of the queue.
+ */
+static void finish(struct pgq *q)
+{
+	int n = q->n_sent;
+	bool all_ok = q->n_res == n;
+
+	q->n_sent = 0;
+	for (int i = 0; all_ok && i < n; i++)
+		all_ok = pgq_ok(q->res[i]);
+	if (n > 1 && !all_ok) {
+		struct pgq_cmd *c = q->head;
+		for (int i = 0; i < n; i++, c = c->next)
+			c->batch = false;
+		q->batch_retries++;
+		clear_results(q);
+		return;
+	}
+	/*
+	 * Detach first: a callback may send, and its kick must not see the
+	 * rest of this batch (already executed) as the next head to send.
+	 */
+	struct pgq_cmd *done[PGQ_BATCH_MAX];
+	PGresult *res[PGQ_BATCH_MAX];
+	int n_res = q->n_res;
+
+	for (int i = 0; i < n; i++) {
+		done[i] = pop(q);
+		res[i] = n == 1 ? (n_res ? q->res[n_res - 1] : NULL) : q->res[i];
+	}
+	PGresult *held[PGQ_BATCH_MAX];
+	memcpy(held, q->res, sizeof(PGresult *) * (size_t)n_res);
+	q->n_res = 0;
+	for (int i = 0; i < n; i++) {
+		done[i]->cb(res[i], done[i]->arg);
+		free(done[i]);
+	}
+	for (int i = 0; i < n_res; i++)
+		PQclear(held[i]);
+}
+
+/* Read every complete result; finish the command(s) when libpq is done. */
 static void collect(struct pgq *q)
 {
-	while (q->conn && q->head_sent && !PQisBusy(q->conn)) {
-		PGresult *r, *last = NULL;
+	while (q->conn && q->n_sent && !PQisBusy(q->conn)) {
+		PGresult *r = PQgetResult(q->conn);
 
-		while ((r = PQgetResult(q->conn))) {
-			if (last)
-				PQclear(last);
-			last = r;
-			if (PQisBusy(q->conn))
-				break;
+		if (r) {
+			if (q->n_res < PGQ_BATCH_MAX)
+				q->res[q->n_res++] = r;
+			else
+				PQclear(r);
+			continue;
 		}
-		if (r) /* more results are coming for this command */
-			return;
-		struct pgq_cmd *c = pop(q);
-		c->cb(last, c->arg);
-		PQclear(last);
-		free(c);
+		finish(q);
 		kick(q);
 	}
 }
@@ -293,6 +434,7 @@ void pgq_release(struct pgq *q)
 		c->cb(NULL, c->arg);
 		free(c);
 	}
+	clear_results(q);
 	free(q->conninfo);
 	q->conninfo = NULL;
 }

@@ -18,6 +18,19 @@
  * (pgq_tick) and calls on_connect so the owner can LISTEN again and rebuild
  * its state. Notifications (LISTEN) go to on_notify as they are read.
  *
+ * Group commit: commands sent with pgq_send_batch may share a transaction.
+ * While a command is on the wire the others queue; when the wire frees, up
+ * to PGQ_BATCH_MAX consecutive batchable commands at the head go out as ONE
+ * simple-protocol message (parameters inlined with PQescapeLiteral), which
+ * PostgreSQL runs as one implicit transaction: one commit, one WAL flush,
+ * one NOTIFY queue lock for all of them. Callbacks still run one per
+ * command, in order, with that command's own result, and only after the
+ * commit. If any statement of a batch fails, the whole transaction rolled
+ * back, so every command of it is re-sent alone and gets its own verdict:
+ * a batch changes how many commits there are, never what a callback sees.
+ * No batching happens on an idle connection (nothing waits to join), so it
+ * adds no latency.
+ *
  * Registration: pgq_fd() is added to the owner's epoll set with the tag the
  * owner chooses; pgq_events() says which events to wait for (EPOLLOUT only
  * while output is unflushed) and pgq_on_ready() handles them.
@@ -30,6 +43,7 @@
 #include <stdint.h>
 
 #define PGQ_MAX_PARAMS 16
+#define PGQ_BATCH_MAX  32
 
 struct pgq;
 typedef void (*pgq_cb)(PGresult *res, void *arg);
@@ -45,9 +59,12 @@ struct pgq {
 	uint64_t tag; /* epoll data for our socket */
 	int fd;       /* registered socket, -1 when none */
 	uint32_t registered_events;
-	struct pgq_cmd *head, *tail; /* head is on the wire when sent */
-	bool head_sent;
+	struct pgq_cmd *head, *tail; /* the first n_sent are on the wire */
+	int n_sent;
+	int n_res;                    /* results of the batch read so far */
+	PGresult *res[PGQ_BATCH_MAX]; /* held until the batch completes */
 	size_t queued;
+	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
 	uint32_t failures;
 	int64_t retry_at_ms; /* monotonic; 0 = connected or not yet tried */
 	pgq_notify_fn on_notify;
@@ -65,6 +82,14 @@ bool pgq_connected(const struct pgq *q);
 /* Queue a command; cb runs later (never from here). 0, -ENOTCONN or -ENOMEM. */
 int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
 	     void *arg);
+
+/*
+ * The same, for a single self-contained statement that may share a
+ * transaction with its neighbours in the queue (see "Group commit"): no
+ * transaction control, no reliance on running alone.
+ */
+int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
+		   void *arg);
 
 /* Epoll said our socket is ready. */
 void pgq_on_ready(struct pgq *q, uint32_t events);

@@ -157,7 +157,7 @@ void reconcile_start(struct worker *w, int v)
 	*c = (struct rec_ctx){w, v, w->leases[v].gen};
 	snprintf(vs, sizeof(vs), "%d", v);
 	snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
-	if (pgq_send(&w->pg,
+	if (pgq_send(worker_pg(w, v),
 		     "SELECT r.op_id, r.signer, r.tx_hash, r.inner_tx_hash, r.bump_no, "
 		     "r.envelope_xdr, r.source_sequence, r.max_time, r.fee, r.attempt_no, "
 		     "(SELECT max(x.bump_no) FROM outbox.attempts x WHERE x.op_id = r.op_id AND "

@@ -42,11 +42,23 @@
 #define WORKER_FOLLOW_MIN_MS  150  /* first getTransaction after a send */
 #define WORKER_FOLLOW_MAX_MS  1000 /* polling interval grows to this */
 #define WORKER_RESEND_MS      2000 /* re-send the same envelope while NOT_FOUND */
-#define WORKER_LANE_POLL_MS   10   /* NORMAL/LOW latency: claim poll while work is found */
+#define WORKER_LANE_POLL_MS   5    /* NORMAL/LOW latency: claim poll while busy */
+#define WORKER_BUSY_MS        2000 /* busy: a claim found work this recently */
 #define WORKER_MIN_HORIZON_S  30   /* maxTime at least this far past the ledger close time */
 #define WORKER_QUEUE_LEDGERS  4    /* a queued tx is dropped after this many ledgers (4.7) */
 #define WORKER_MAX_BUMPS      16
 #define WORKER_OWNER_MAX      128
+/*
+ * PostgreSQL connections per worker. Connection 0 is the control
+ * connection: it LISTENs, claims, acquires and renews leases, so a claim
+ * never queues behind writes. Every statement about one vshard's ops (job
+ * writes, reconcile, claim_release, lease_release) goes through that
+ * vshard's data connection (worker_pg), so they keep the FIFO order they
+ * would have on a single connection, while other vshards' writes do not
+ * queue behind them, and queued job writes share commits (pgq.h, group
+ * commit). bench_dispatch chose the count (README, Performance).
+ */
+#define WORKER_PG_CONNS 4
 
 struct job;
 
@@ -76,8 +88,8 @@ struct worker {
 	int db_fd, sig_fd, ep, timer_fd;
 	bool draining;
 
-	struct pgq pg;
-	bool pg_up;
+	struct pgq pg[WORKER_PG_CONNS];
+	bool pg_up; /* every connection is up */
 	struct rpc_client *rpc;
 	uint8_t network_id[32];
 	char owner[WORKER_OWNER_MAX];
@@ -89,6 +101,7 @@ struct worker {
 	struct lease *leases; /* [nvshards] */
 	int64_t next_renew_ms, next_foreign_ms, next_claim_ms;
 	bool renewing, claiming, claim_again;
+	int64_t last_found_ms; /* the last claim that returned rows (monotonic) */
 
 	struct job *jobs; /* doubly linked */
 	size_t n_jobs;
@@ -156,6 +169,11 @@ struct job {
 
 /* worker_main.c */
 void worker_schedule_claim(struct worker *w, int64_t in_ms);
+/* The connection for statements about vshard v's ops (see WORKER_PG_CONNS). */
+static inline struct pgq *worker_pg(struct worker *w, int vshard)
+{
+	return &w->pg[1 + (unsigned)vshard % (WORKER_PG_CONNS - 1)];
+}
 int64_t worker_epoch(const struct worker *w, int vshard); /* 0 when not held */
 void worker_fmt_i64(char *buf, size_t n, int64_t v);
 

@@ -4,13 +4,14 @@
  * One epoll set over: the signalfd and the supervisor death pipe (drain),
  * the ring doorbell (hints from other roles: a wake-up claims at once), a
  * timerfd at OUTBOX_DISPATCH_INTERVAL_MS (the sweep: claims whatever a hint
- * missed, backoff timers included), the PostgreSQL connection (pgq.h) and
+ * missed, backoff timers included), the WORKER_PG_CONNS PostgreSQL
+ * connections (pgq.h; see worker.h for which statement goes where) and
  * the RPC client's fd (rpc.h). Every turn: QSBR quiescent point, fee view
  * for this turn, heartbeat; reconnect PostgreSQL when due; renew and
  * acquire leases (leases.c); claim when asked (claim.c); run due jobs
  * (attempt.c, follow.c).
  *
- * Wake-up: the worker LISTENs on outbox_wake on its own connection (the
+ * Wake-up: the worker LISTENs on outbox_wake on its connection 0 (the
  * CRITICAL-only NOTIFY of schema/0003_wakeup.sql). The gateway that would
  * relay NOTIFYs into the rings does not exist yet, so each worker listens
  * directly for now; NORMAL/LOW work is found by the sweep and by the lane
@@ -43,7 +44,7 @@
 
 #define WORKER_TICK_MS 100
 
-enum { EV_SIGNAL = 1, EV_DEATH, EV_DOORBELL, EV_TIMER, EV_PG, EV_RPC };
+enum { EV_SIGNAL = 1, EV_DEATH, EV_DOORBELL, EV_TIMER, EV_RPC, EV_PG /* + connection */ };
 
 static int epoll_add(int ep, int fd, uint64_t tag)
 {
@@ -113,11 +114,25 @@ static void on_listen(PGresult *res, void *arg)
 		log_warn("listen outbox_wake: %s", PQresultErrorMessage(res));
 }
 
+static bool all_connected(const struct worker *w)
+{
+	for (int k = 0; k < WORKER_PG_CONNS; k++)
+		if (!pgq_connected(&w->pg[k]))
+			return false;
+	return true;
+}
+
+/*
+ * Any connection lost: every write in flight on it has an unknown outcome
+ * and the vshards it carries are out of order with the others, so the whole
+ * worker starts over from the database once all connections are back.
+ */
 static void on_connect(bool up, void *arg)
 {
 	struct worker *w = arg;
+	bool was = w->pg_up;
 
-	w->pg_up = up;
+	w->pg_up = up && all_connected(w);
 	if (!up) {
 		/* Every write in flight has an unknown outcome: start over from the database. */
 		for (int v = 0; v < w->nvshards; v++) {
@@ -130,8 +145,10 @@ static void on_connect(bool up, void *arg)
 		w->claiming = w->renewing = false;
 		return;
 	}
-	log_info("postgresql connected");
-	pgq_send(&w->pg, "LISTEN outbox_wake", 0, NULL, on_listen, w);
+	if (!w->pg_up || was)
+		return;
+	log_info("postgresql connected (%d connections)", WORKER_PG_CONNS);
+	pgq_send(&w->pg[0], "LISTEN outbox_wake", 0, NULL, on_listen, w);
 	leases_start(w);
 }
 
@@ -188,12 +205,12 @@ static void handle(struct worker *w, const struct epoll_event *ev)
 		(void)!read(w->timer_fd, &n, sizeof(n));
 		worker_schedule_claim(w, 0);
 		break;
-	case EV_PG:
-		pgq_on_ready(&w->pg, ev->events);
-		break;
 	case EV_RPC:
 		rpc_client_perform(w->rpc);
 		break;
+	default:
+		if (ev->data.u64 >= EV_PG && ev->data.u64 < EV_PG + WORKER_PG_CONNS)
+			pgq_on_ready(&w->pg[ev->data.u64 - EV_PG], ev->events);
 	}
 }
 
@@ -227,8 +244,10 @@ static int setup(struct worker *w, struct outbox_error *err)
 	w->rpc = rpc_client_new(&rc_cfg, err);
 	if (!w->rpc)
 		return -EINVAL;
-	if ((rc = pgq_init(&w->pg, ctx->cfg->database_url, w->ep, EV_PG, on_notify, on_connect, w)))
-		return rc;
+	for (int k = 0; k < WORKER_PG_CONNS; k++)
+		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, w->ep, EV_PG + (uint64_t)k,
+				   on_notify, on_connect, w)))
+			return rc;
 	if ((rc = epoll_add(w->ep, w->sig_fd, EV_SIGNAL)) ||
 	    (rc = epoll_add(w->ep, ctx->death_fd, EV_DEATH)) ||
 	    (rc = epoll_add(w->ep, w->db_fd, EV_DOORBELL)) ||
@@ -261,7 +280,8 @@ static void turn(struct worker *w)
 {
 	int64_t now = pgq_now_ms();
 
-	pgq_tick(&w->pg, now);
+	for (int k = 0; k < WORKER_PG_CONNS; k++)
+		pgq_tick(&w->pg[k], now);
 	leases_tick(w, now);
 	if (w->next_claim_ms && now >= w->next_claim_ms && !w->claiming) {
 		w->next_claim_ms = 0;
@@ -270,19 +290,29 @@ static void turn(struct worker *w)
 	jobs_tick(w, now);
 }
 
+static size_t pg_pending(const struct worker *w)
+{
+	size_t n = 0;
+
+	for (int k = 0; k < WORKER_PG_CONNS; k++)
+		n += pgq_pending(&w->pg[k]);
+	return n;
+}
+
 static void drain(struct worker *w)
 {
 	int64_t until = pgq_now_ms() + 2000;
 
 	leases_release_all(w);
-	while (pgq_pending(&w->pg) && pgq_now_ms() < until) {
+	while (pg_pending(w) && pgq_now_ms() < until) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(w->ep, evs, 8, 50);
 		for (int i = 0; i < n; i++)
-			if (evs[i].data.u64 == EV_PG)
-				pgq_on_ready(&w->pg, evs[i].events);
-			else if (evs[i].data.u64 == EV_RPC)
+			if (evs[i].data.u64 == EV_RPC)
 				rpc_client_perform(w->rpc);
+			else if (evs[i].data.u64 >= EV_PG &&
+				 evs[i].data.u64 < EV_PG + WORKER_PG_CONNS)
+				pgq_on_ready(&w->pg[evs[i].data.u64 - EV_PG], evs[i].events);
 	}
 }
 
@@ -340,7 +370,8 @@ int worker_main(struct child_ctx *ctx)
 	qsbr_offline(&w.reader.q, w.reader.me);
 	drain(&w);
 	rpc_client_free(w.rpc);
-	pgq_release(&w.pg);
+	for (int k = 0; k < WORKER_PG_CONNS; k++)
+		pgq_release(&w.pg[k]);
 	signers_release(&w);
 	log_info("stopped");
 	return 0;

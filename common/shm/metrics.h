@@ -55,7 +55,7 @@
 	X(MET_OPS_RETRIED, "outbox_ops_retried_total", "ops sent back to PENDING with backoff") \
 	X(MET_OPS_DEFERRED, "outbox_ops_deferred_total", "LOW ops deferred under congestion") \
 	X(MET_FEE_BUMPS, "outbox_fee_bumps_total", "fee-bump envelopes recorded and sent") \
-	X(MET_MAX_FEE_HIT, "outbox_max_fee_hit_total", "bids bound by OUTBOX_MAX_ABS_FEE") \
+	X(MET_MAX_FEE_HIT, "outbox_max_fee_hit_total", "fee bids capped, or bumps held back, by OUTBOX_MAX_ABS_FEE") \
 	X(MET_EXPIRED, "outbox_tx_expired_total", "transactions proven expired unexecuted")
 
 #define SHM_GAUGES(X) \

@@ -1,0 +1,236 @@
+/*
+ * check_pgq.c - the worker's non-blocking libpq queue (worker/pgq.h)
+ * against a real PostgreSQL: group commit of queued batchable commands
+ * (one transaction, one result per callback, parameters that need quoting
+ * arrive intact, NULL stays NULL), a failing statement inside a batch (the
+ * batch rolls back and every command is re-sent alone, so each callback
+ * sees only its own verdict), a callback that sends while a batch is being
+ * delivered (the rest of the batch is never sent twice), and no batching on
+ * an idle connection.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "tests/support/check_main.h"
+#include "tests/support/pgtest.h"
+#include "worker/pgq.h"
+
+static struct pgtest_db db;
+static PGconn *c;
+static struct pgq q;
+static int ep = -1;
+
+struct call {
+	int done;
+	ExecStatusType st;
+	char sqlstate[6];
+	char value[64];
+	int resend_k; /* > 0: send an insert of this key from the callback */
+};
+
+static int pending;
+
+static void on_result(PGresult *res, void *arg)
+{
+	struct call *k = arg;
+
+	k->done++;
+	pending--;
+	k->st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	snprintf(k->sqlstate, sizeof(k->sqlstate), "%s", pgq_sqlstate(res));
+	if (res && pgq_ok(res) && PQntuples(res) == 1)
+		snprintf(k->value, sizeof(k->value), "%s", PQgetvalue(res, 0, 0));
+	if (k->resend_k > 0) {
+		static struct call extra;
+		char key[16];
+		const char *p[2] = {key, "from a callback"};
+
+		snprintf(key, sizeof(key), "%d", k->resend_k);
+		k->resend_k = 0;
+		pending++;
+		ck_assert_int_eq(pgq_send_batch(&q,
+						"INSERT INTO t VALUES ($1::int, $2) RETURNING k", 2,
+						p, on_result, &extra),
+				 0);
+	}
+}
+
+static void run(int timeout_ms)
+{
+	int64_t end = pgq_now_ms() + timeout_ms;
+
+	while (pending > 0 && pgq_now_ms() < end) {
+		struct epoll_event evs[4];
+		int n;
+
+		pgq_tick(&q, pgq_now_ms());
+		n = epoll_wait(ep, evs, 4, 20);
+		for (int i = 0; i < n; i++)
+			pgq_on_ready(&q, evs[i].events);
+	}
+	ck_assert_int_eq(pending, 0);
+}
+
+static void setup(void)
+{
+	pgtest_setup_empty(&db);
+	c = pgtest_connect(&db);
+	pgtest_exec(c, "CREATE TABLE t (k int PRIMARY KEY, v text)");
+	ep = epoll_create1(0);
+	ck_assert_int_ge(ep, 0);
+	ck_assert_int_eq(pgq_init(&q, db.conninfo, ep, 7, NULL, NULL, NULL), 0);
+	pgq_tick(&q, pgq_now_ms());
+	ck_assert(pgq_connected(&q));
+	pending = 0;
+}
+
+static void teardown(void)
+{
+	pgq_release(&q);
+	close(ep);
+	PQfinish(c);
+	pgtest_teardown(&db);
+}
+
+/* Occupy the wire so the next commands queue up behind it. */
+static void busy_wire(struct call *k)
+{
+	pending++;
+	ck_assert_int_eq(pgq_send(&q, "SELECT pg_sleep(0.2)", 0, NULL, on_result, k), 0);
+}
+
+static int insert(int key, const char *v, struct call *k)
+{
+	char ks[16];
+	const char *p[2] = {ks, v};
+
+	snprintf(ks, sizeof(ks), "%d", key);
+	pending++;
+	return pgq_send_batch(&q,
+			      "INSERT INTO t VALUES ($1::int, $2) RETURNING k::text || ':' || v", 2,
+			      p, on_result, k);
+}
+
+START_TEST(test_queued_commands_share_one_commit)
+{
+	static const char *vals[10] = {
+		"plain",   "it's",       "a\\b",   "$1 $2", "'; DROP TABLE t; --",
+		"ünïcødé", "two\nlines", "\"dq\"", "E'x'",  NULL};
+	struct call sleep = {0}, k[10];
+	char want[64];
+
+	memset(k, 0, sizeof(k));
+	busy_wire(&sleep);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(insert(i + 1, vals[i], &k[i]), 0);
+	run(5000);
+	ck_assert_uint_eq(q.batches, 1);
+	ck_assert_uint_eq(q.batched, 10);
+	ck_assert_uint_eq(q.batch_retries, 0);
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(k[i].done, 1);
+		ck_assert_int_eq(k[i].st, PGRES_TUPLES_OK);
+		if (vals[i]) {
+			snprintf(want, sizeof(want), "%d:%s", i + 1, vals[i]);
+			ck_assert_str_eq(k[i].value, want);
+		}
+	}
+	/* every value stored as sent; one transaction for all ten */
+	for (int i = 0; i < 10; i++) {
+		char sql[96];
+		PGresult *r;
+
+		snprintf(sql, sizeof(sql), "SELECT v FROM t WHERE k = %d", i + 1);
+		r = PQexec(c, sql);
+		ck_assert_int_eq(PQntuples(r), 1);
+		if (vals[i])
+			ck_assert_str_eq(PQgetvalue(r, 0, 0), vals[i]);
+		else
+			ck_assert(PQgetisnull(r, 0, 0));
+		PQclear(r);
+	}
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t"), 1);
+}
+END_TEST
+
+START_TEST(test_failing_statement_resends_each_alone)
+{
+	struct call sleep = {0}, k[5];
+
+	memset(k, 0, sizeof(k));
+	pgtest_exec(c, "INSERT INTO t VALUES (3, 'already here')");
+	busy_wire(&sleep);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(insert(i + 1, "new", &k[i]), 0);
+	run(5000);
+	ck_assert_uint_eq(q.batches, 1);
+	ck_assert_uint_eq(q.batch_retries, 1);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(k[i].done, 1);
+		if (i == 2) {
+			ck_assert_int_eq(k[i].st, PGRES_FATAL_ERROR);
+			ck_assert_str_eq(k[i].sqlstate, "23505");
+		} else {
+			ck_assert_int_eq(k[i].st, PGRES_TUPLES_OK);
+		}
+	}
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE v = 'new'"), 4);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE v = 'already here'"), 1);
+	/* alone: four transactions, not one */
+	ck_assert_int_eq(
+		pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t WHERE v = 'new'"), 4);
+}
+END_TEST
+
+START_TEST(test_send_from_callback_never_resends_the_batch)
+{
+	struct call sleep = {0}, k[4];
+
+	memset(k, 0, sizeof(k));
+	k[0].resend_k = 100; /* the first callback sends while 3 results are still due */
+	busy_wire(&sleep);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(insert(i + 1, "x", &k[i]), 0);
+	run(5000);
+	ck_assert_uint_eq(q.batch_retries, 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(k[i].done, 1);
+		ck_assert_int_eq(k[i].st, PGRES_TUPLES_OK);
+	}
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t"), 5);
+}
+END_TEST
+
+START_TEST(test_idle_connection_sends_alone)
+{
+	struct call k[3];
+
+	memset(k, 0, sizeof(k));
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(insert(i + 1, "idle", &k[i]), 0);
+		run(5000);
+	}
+	ck_assert_uint_eq(q.batches, 0);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t"), 3);
+}
+END_TEST
+
+static Suite *pgq_suite(void)
+{
+	Suite *s = suite_create("pgq");
+	TCase *tc = tcase_create("batch");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_queued_commands_share_one_commit);
+	tcase_add_test(tc, test_failing_statement_resends_each_alone);
+	tcase_add_test(tc, test_send_from_callback_never_resends_the_batch);
+	tcase_add_test(tc, test_idle_connection_sends_alone);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+OUTBOX_CHECK_MAIN(pgq_suite)
