@@ -557,6 +557,80 @@ START_TEST(test_claim_is_index_only)
 }
 END_TEST
 
+/* SQLSTATE and column of a failing statement ("" when it succeeded). */
+static void fails_with(PGconn *c, const char *sql, const char *state, const char *column)
+{
+	PGresult *r = PQexec(c, sql);
+	const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	const char *col = PQresultErrorField(r, PG_DIAG_COLUMN_NAME);
+
+	ck_assert_msg(st && !strcmp(st, state), "%s: SQLSTATE %s, want %s", sql, st ? st : "none",
+		      state);
+	ck_assert_msg(col && !strcmp(col, column), "%s: column %s, want %s", sql,
+		      col ? col : "none", column);
+	PQclear(r);
+}
+
+/*
+ * schema/0005_hot_path.sql: the op's identity columns are checked by a
+ * BEFORE INSERT trigger (the CHECK constraints it replaced ran on every
+ * update) and frozen after enqueue. A direct INSERT that breaks a rule fails
+ * with check_violation naming the column; changing an identity column of an
+ * existing op fails with OB409; the dispatcher's own updates go through.
+ */
+START_TEST(test_identity_checked_on_insert_frozen_after)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct outbox_enqueued out;
+	PGconn *c = pgtest_connect(&db);
+	char sql[600];
+	static const struct {
+		const char *key, *user, *brid, *signer, *payload, *column;
+	} bad[] = {
+		{"DEPOSIT:u:1", "u\x01", "1", G1, "{}", "user_id"},
+		{"DEPOSIT:a:b:1", "a:b", "1", G1, "{}", "user_id"},
+		{"DEPOSIT:u:\t", "u", "\t", G1, "{}", "business_record_id"},
+		{"DEPOSIT:u:1", "u", "1", "GSHORT", "{}", "signer"},
+		{"DEPOSIT:u:1", "u", "1", G1, "[1]", "payload"},
+		{"DEPOSIT:u:2", "u", "1", G1, "{}", "idempotency_key"},
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id, "
+			 "business_record_id, signer, vshard, payload) VALUES ('%s', 'DEPOSIT', 1, "
+			 "'%s', '%s', '%s', 0, '%s')",
+			 bad[i].key, bad[i].user, bad[i].brid, bad[i].signer, bad[i].payload);
+		fails_with(c, sql, "23514", bad[i].column);
+	}
+	ck_assert_int_eq(count_rows(c), 0);
+
+	ck_assert_int_eq(enq(c, "DEPOSIT", "u1", "r1", G1, PAY(G2, "5"), NULL, &out, &err), 0);
+	snprintf(sql, sizeof(sql),
+		 "UPDATE outbox.ops SET payload = '" PAY(G2, "500") "' WHERE id = %lld",
+		 (long long)out.id);
+	fails_with(c, sql, "OB409", "payload");
+	snprintf(sql, sizeof(sql), "UPDATE outbox.ops SET signer = '%s' WHERE id = %lld", G2,
+		 (long long)out.id);
+	fails_with(c, sql, "OB409", "signer");
+	snprintf(sql, sizeof(sql), "UPDATE outbox.ops SET user_id = 'u2' WHERE id = %lld",
+		 (long long)out.id);
+	fails_with(c, sql, "OB409", "user_id");
+	/* setting a column to its own value is no change; status updates pass */
+	snprintf(sql, sizeof(sql),
+		 "UPDATE outbox.ops SET signer = signer, status = 'SUBMITTED', attempts = 1 "
+		 "WHERE id = %lld",
+		 (long long)out.id);
+	pgtest_exec(c, sql);
+	snprintf(sql, sizeof(sql),
+		 "SELECT count(*) FROM outbox.ops WHERE id = %lld AND payload = '" PAY(
+			 G2, "5") "' AND status = 'SUBMITTED'",
+		 (long long)out.id);
+	ck_assert_int_eq(pgtest_scalar(c, sql), 1);
+	PQfinish(c);
+}
+END_TEST
+
 /* ---- bad input: OUTBOX_EINVAL naming the field, nothing written ---- */
 
 static const struct bad_case {
@@ -733,6 +807,7 @@ int main(void)
 	tcase_add_test(tc, test_wakeup_for_critical_work);
 	tcase_add_test(tc, test_repeatable_read_race_is_retryable);
 	tcase_add_test(tc, test_claim_is_index_only);
+	tcase_add_test(tc, test_identity_checked_on_insert_frozen_after);
 	suite_add_tcase(s, tc);
 
 	/* One database for all bad inputs: each case proves it wrote nothing. */
