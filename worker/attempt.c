@@ -359,6 +359,11 @@ void job_start(struct job *j)
 				       .bump_milli = w->cfg->fee_bump_multiplier_milli,
 				       .low_defer_ms = w->cfg->low_defer_ms,
 				       .low_max_defer_ms = w->cfg->low_max_defer_ms};
+	/*
+	 * The op's age stands for the deferral it has had: an upper bound (a
+	 * backlog counts too) that keeps "never deferred beyond
+	 * OUTBOX_LOW_MAX_DEFER_MS after enqueue" true without another column.
+	 */
 	int64_t age = (int64_t)shm_realtime_ms() - j->created_ms;
 	struct fee_policy_in in = {.priority = j->prio,
 				   .view = &w->fees,

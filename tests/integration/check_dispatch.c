@@ -120,6 +120,42 @@ START_TEST(test_dispatch_critical_first)
 }
 END_TEST
 
+/*
+ * The wake-up path, with the sweep pushed out to 60 s: an idle worker does
+ * not find a NORMAL op by itself (NORMAL work has no NOTIFY), but a CRITICAL
+ * op's NOTIFY outbox_wake makes the owning worker claim at once: the
+ * withdrawal's write-ahead attempt commits within a second of its enqueue
+ * (milliseconds when the machine is not loaded), and the claim it triggers
+ * takes the waiting deposit along.
+ */
+START_TEST(test_dispatch_critical_wakes_idle_worker)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_DISPATCH_INTERVAL_MS=60000", NULL};
+	long long ms;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
+	json_decref(ph_wait_all_running(&f.h, 3, 20000));
+	ph_sleep_ms(3000); /* idle: past the busy poll of any start-up claim */
+	enqueue(&f, "DEPOSIT", "n", "d1", 1, f.signer[1], "10", NULL);
+	ph_sleep_ms(1500);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts"), 0);
+	enqueue(&f, "WITHDRAW", "c", "w1", 2, f.signer[2], "1", NULL);
+	ck_assert(wait_terminal(&f, 30000));
+	ms = pgtest_scalar(f.c,
+			   "SELECT (extract(epoch FROM a.submitted_at - o.created_at) * "
+			   "1000)::bigint FROM outbox.ops o JOIN outbox.attempts a ON a.op_id = "
+			   "o.id WHERE o.kind = 'WITHDRAW'");
+	ck_assert_msg(ms >= 0 && ms < 1000, "CRITICAL enqueue-to-attempt took %lld ms", ms);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 2);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
 /* Send answers TRY_AGAIN_LATER, 5xx and garbage at random: every op still confirmed once. */
 START_TEST(test_dispatch_transient_faults)
 {
@@ -501,6 +537,7 @@ static Suite *dispatch_suite(void)
 	add(s, "all_confirmed_exactly_once", test_dispatch_all_confirmed_exactly_once);
 	add(s, "overdraft_fails_with_code", test_dispatch_overdraft_fails_with_code);
 	add(s, "critical_first", test_dispatch_critical_first);
+	add(s, "critical_wakes_idle_worker", test_dispatch_critical_wakes_idle_worker);
 	add(s, "transient_faults", test_dispatch_transient_faults);
 	add(s, "held_user", test_dispatch_held_user);
 	add(s, "blackhole_expiry", test_dispatch_blackhole_expiry);
