@@ -52,7 +52,7 @@ int pgq_init(struct pgq *q, const char *conninfo, int ep, uint64_t tag, pgq_noti
 
 bool pgq_connected(const struct pgq *q)
 {
-	return q->conn != NULL;
+	return q->conn != NULL && !q->connecting;
 }
 
 size_t pgq_pending(const struct pgq *q)
@@ -106,7 +106,8 @@ static void clear_results(struct pgq *q)
 static void drop_connection(struct pgq *q, const char *why)
 {
 	if (q->conn) {
-		log_warn("postgresql connection lost: %s", why);
+		log_warn("postgresql %s: %s", q->connecting ? "connect failed" : "connection lost",
+			 why);
 		if (q->fd >= 0)
 			epoll_ctl(q->ep, EPOLL_CTL_DEL, q->fd, NULL);
 		PQfinish(q->conn);
@@ -114,6 +115,7 @@ static void drop_connection(struct pgq *q, const char *why)
 		q->fd = -1;
 		q->registered_events = 0;
 	}
+	q->connecting = false;
 	clear_results(q);
 	q->n_sent = 0;
 	q->failures++;
@@ -200,7 +202,7 @@ static void kick(struct pgq *q)
 	char *sql = NULL;
 	int n = 0, ok;
 
-	if (!q->conn || !c || q->n_sent)
+	if (!pgq_connected(q) || !c || q->n_sent)
 		return;
 	for (struct pgq_cmd *x = c; x && x->batch && n < PGQ_BATCH_MAX; x = x->next)
 		n++;
@@ -242,7 +244,7 @@ static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char
 	size_t len = strlen(sql) + 1, off;
 	struct pgq_cmd *c;
 
-	if (!q->conn)
+	if (!pgq_connected(q))
 		return -ENOTCONN;
 	if (n < 0 || n > PGQ_MAX_PARAMS)
 		return -EINVAL;
@@ -353,10 +355,16 @@ static void collect(struct pgq *q)
 	}
 }
 
+static void connect_step(struct pgq *q);
+
 void pgq_on_ready(struct pgq *q, uint32_t events)
 {
 	if (!q->conn)
 		return;
+	if (q->connecting) {
+		connect_step(q);
+		return;
+	}
 	if (events & (EPOLLOUT)) {
 		int f = PQflush(q->conn);
 		if (f < 0) {
@@ -378,51 +386,85 @@ void pgq_on_ready(struct pgq *q, uint32_t events)
 		drop_connection(q, "status not ok");
 }
 
-static int connect_now(struct pgq *q)
+/* (Re-)register our socket: PQconnectPoll may switch sockets between addresses. */
+static int watch_socket(struct pgq *q, uint32_t want)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
-	const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
-	const char *vals[] = {q->conninfo, "3", "outboxd-worker", NULL};
+	struct epoll_event ev = {.events = want, .data.u64 = q->tag};
+	int fd = PQsocket(q->conn);
 
-	q->conn = PQconnectdbParams(keys, vals, 1);
-	if (!q->conn || PQstatus(q->conn) != CONNECTION_OK) {
-		log_warn("postgresql connect failed: %s",
-			 q->conn ? PQerrorMessage(q->conn) : "out of memory");
-		if (q->conn)
-			PQfinish(q->conn);
-		q->conn = NULL;
-		return -ECONNREFUSED;
+	if (fd < 0)
+		return -EBADF;
+	if (fd == q->fd) {
+		set_events(q, want);
+		return 0;
 	}
-	if (PQsetnonblocking(q->conn, 1) != 0) {
-		PQfinish(q->conn);
-		q->conn = NULL;
-		return -EIO;
-	}
-	q->fd = PQsocket(q->conn);
-	ev.data.u64 = q->tag;
-	if (epoll_ctl(q->ep, EPOLL_CTL_ADD, q->fd, &ev) < 0) {
-		int e = -errno;
-		PQfinish(q->conn);
-		q->conn = NULL;
-		q->fd = -1;
-		return e;
-	}
-	q->registered_events = EPOLLIN;
+	if (q->fd >= 0)
+		epoll_ctl(q->ep, EPOLL_CTL_DEL, q->fd, NULL);
+	q->fd = -1;
+	if (epoll_ctl(q->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return -errno;
+	q->fd = fd;
+	q->registered_events = want;
 	return 0;
 }
 
-void pgq_tick(struct pgq *q, int64_t now_ms)
+/*
+ * Advance a non-blocking connect (PQconnectPoll). The event loop never
+ * waits on a server that does not answer: pgq_tick gives up at the
+ * deadline, and the worker keeps its heartbeat meanwhile.
+ */
+static void connect_step(struct pgq *q)
 {
-	if (q->conn || now_ms < q->retry_at_ms)
+	switch (PQconnectPoll(q->conn)) {
+	case PGRES_POLLING_READING:
+		if (watch_socket(q, EPOLLIN))
+			drop_connection(q, "cannot watch the socket");
 		return;
-	if (connect_now(q)) {
-		drop_connection(q, "connect");
+	case PGRES_POLLING_WRITING:
+		if (watch_socket(q, EPOLLOUT))
+			drop_connection(q, "cannot watch the socket");
+		return;
+	case PGRES_POLLING_OK:
+		break;
+	default:
+		drop_connection(q, PQerrorMessage(q->conn));
 		return;
 	}
+	if (PQsetnonblocking(q->conn, 1) != 0 || watch_socket(q, EPOLLIN)) {
+		drop_connection(q, "cannot switch to non-blocking mode");
+		return;
+	}
+	q->connecting = false;
 	q->failures = 0;
 	q->retry_at_ms = 0;
 	if (q->on_connect)
 		q->on_connect(true, q->arg);
+	kick(q);
+}
+
+void pgq_tick(struct pgq *q, int64_t now_ms)
+{
+	const char *keys[] = {"dbname", "application_name", NULL};
+	const char *vals[] = {q->conninfo, "outboxd-worker", NULL};
+
+	if (q->connecting && now_ms >= q->connect_deadline_ms) {
+		drop_connection(q, "no answer within the connect timeout");
+		return;
+	}
+	if (q->conn || now_ms < q->retry_at_ms)
+		return;
+	q->conn = PQconnectStartParams(keys, vals, 1);
+	if (!q->conn) {
+		drop_connection(q, "out of memory");
+		return;
+	}
+	q->connecting = true;
+	q->connect_deadline_ms = now_ms + PGQ_CONNECT_TIMEOUT_MS;
+	if (PQstatus(q->conn) == CONNECTION_BAD) {
+		drop_connection(q, PQerrorMessage(q->conn));
+		return;
+	}
+	connect_step(q);
 }
 
 void pgq_release(struct pgq *q)

@@ -12,11 +12,12 @@
  *	Callers treat NULL as "outcome unknown" (the worker drops its claims and
  *	re-reconciles from PostgreSQL, which is the truth).
  *
- * The connection is made with the blocking PQconnectdb (a local server
- * answers in milliseconds, connect_timeout bounds the rest), then switched to
- * non-blocking mode; after a loss pgq reconnects with full-jitter backoff
- * (pgq_tick) and calls on_connect so the owner can LISTEN again and rebuild
- * its state. Notifications (LISTEN) go to on_notify as they are read.
+ * The connection is made without blocking (PQconnectStartParams and
+ * PQconnectPoll driven by the owner's epoll; PGQ_CONNECT_TIMEOUT_MS bounds
+ * it, checked by pgq_tick), so an unreachable server never stalls the event
+ * loop or its heartbeat; after a failure or a loss pgq reconnects with
+ * full-jitter backoff and calls on_connect so the owner can LISTEN again and
+ * rebuild its state. Notifications (LISTEN) go to on_notify as they are read.
  *
  * Group commit: commands sent with pgq_send_batch may share a transaction.
  * While a command is on the wire the others queue; when the wire frees, up
@@ -42,8 +43,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PGQ_MAX_PARAMS 16
-#define PGQ_BATCH_MAX  32
+#define PGQ_MAX_PARAMS         16
+#define PGQ_BATCH_MAX          32
+#define PGQ_CONNECT_TIMEOUT_MS 3000
 
 struct pgq;
 typedef void (*pgq_cb)(PGresult *res, void *arg);
@@ -67,6 +69,8 @@ struct pgq {
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
 	uint32_t failures;
 	int64_t retry_at_ms; /* monotonic; 0 = connected or not yet tried */
+	bool connecting;     /* a non-blocking connect is under way */
+	int64_t connect_deadline_ms;
 	pgq_notify_fn on_notify;
 	pgq_connect_fn on_connect;
 	void *arg;

@@ -100,7 +100,8 @@ struct worker {
 	int nvshards;
 	struct lease *leases; /* [nvshards] */
 	int64_t next_renew_ms, next_foreign_ms, next_claim_ms;
-	bool renewing, claiming, claim_again;
+	bool claiming, claim_again;
+	int renewing;          /* lease_renew statements in flight */
 	int64_t last_found_ms; /* the last claim that returned rows (monotonic) */
 
 	struct job *jobs; /* doubly linked */

@@ -142,7 +142,8 @@ static void on_connect(bool up, void *arg)
 			w->leases[v].reconciling = false;
 			w->leases[v].acquiring = false;
 		}
-		w->claiming = w->renewing = false;
+		w->claiming = false;
+		w->renewing = 0;
 		return;
 	}
 	if (!w->pg_up || was)

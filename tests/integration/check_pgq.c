@@ -5,10 +5,15 @@
  * arrive intact, NULL stays NULL), a failing statement inside a batch (the
  * batch rolls back and every command is re-sent alone, so each callback
  * sees only its own verdict), a callback that sends while a batch is being
- * delivered (the rest of the batch is never sent twice), and no batching on
- * an idle connection.
+ * delivered (the rest of the batch is never sent twice), no batching on an
+ * idle connection; and a connect to a server that never answers does not
+ * block the event loop and gives up at the deadline.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -74,6 +79,37 @@ static void run(int timeout_ms)
 	ck_assert_int_eq(pending, 0);
 }
 
+static int ups, downs;
+
+static void on_connect(bool up, void *arg)
+{
+	(void)arg;
+	if (up)
+		ups++;
+	else
+		downs++;
+}
+
+/* Drive a non-blocking connect through epoll; returns the longest pgq_tick in ms. */
+static int64_t pump_until_connected(struct pgq *x, int timeout_ms)
+{
+	int64_t end = pgq_now_ms() + timeout_ms, longest = 0;
+
+	while (!pgq_connected(x) && pgq_now_ms() < end) {
+		struct epoll_event evs[4];
+		int64_t t0 = pgq_now_ms();
+		int n;
+
+		pgq_tick(x, t0);
+		if (pgq_now_ms() - t0 > longest)
+			longest = pgq_now_ms() - t0;
+		n = epoll_wait(ep, evs, 4, 20);
+		for (int i = 0; i < n; i++)
+			pgq_on_ready(x, evs[i].events);
+	}
+	return longest;
+}
+
 static void setup(void)
 {
 	pgtest_setup_empty(&db);
@@ -81,9 +117,11 @@ static void setup(void)
 	pgtest_exec(c, "CREATE TABLE t (k int PRIMARY KEY, v text)");
 	ep = epoll_create1(0);
 	ck_assert_int_ge(ep, 0);
-	ck_assert_int_eq(pgq_init(&q, db.conninfo, ep, 7, NULL, NULL, NULL), 0);
-	pgq_tick(&q, pgq_now_ms());
+	ck_assert_int_eq(pgq_init(&q, db.conninfo, ep, 7, NULL, on_connect, NULL), 0);
+	ups = downs = 0;
+	pump_until_connected(&q, 5000);
 	ck_assert(pgq_connected(&q));
+	ck_assert_int_eq(ups, 1);
 	pending = 0;
 }
 
@@ -218,6 +256,42 @@ START_TEST(test_idle_connection_sends_alone)
 }
 END_TEST
 
+/*
+ * A server that accepts TCP but never answers (a listening socket nobody
+ * accepts from): connecting never blocks the loop, gives up at
+ * PGQ_CONNECT_TIMEOUT_MS with on_connect(false), and sends fail fast.
+ */
+START_TEST(test_connect_never_blocks_the_loop)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	char conninfo[128];
+	struct pgq mute;
+	int64_t t0, longest;
+
+	ck_assert_int_ge(ls, 0);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(ls, 8), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d dbname=x user=x",
+		 ntohs(a.sin_port));
+	ck_assert_int_eq(pgq_init(&mute, conninfo, ep, 9, NULL, on_connect, NULL), 0);
+	downs = 0;
+	t0 = pgq_now_ms();
+	longest = pump_until_connected(&mute, PGQ_CONNECT_TIMEOUT_MS - 500);
+	ck_assert(!pgq_connected(&mute));
+	ck_assert_int_lt(longest, 100); /* no call waited on the server */
+	ck_assert_int_eq(pgq_send(&mute, "SELECT 1", 0, NULL, on_result, NULL), -ENOTCONN);
+	ck_assert_int_eq(downs, 0); /* still trying */
+	pump_until_connected(&mute, 2000);
+	ck_assert_int_eq(downs, 1); /* gave up at the deadline */
+	ck_assert_int_ge(pgq_now_ms() - t0, PGQ_CONNECT_TIMEOUT_MS);
+	pgq_release(&mute);
+	close(ls);
+}
+END_TEST
+
 static Suite *pgq_suite(void)
 {
 	Suite *s = suite_create("pgq");
@@ -229,6 +303,7 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_failing_statement_resends_each_alone);
 	tcase_add_test(tc, test_send_from_callback_never_resends_the_batch);
 	tcase_add_test(tc, test_idle_connection_sends_alone);
+	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	suite_add_tcase(s, tc);
 	return s;
 }
