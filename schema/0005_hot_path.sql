@@ -91,3 +91,17 @@ ALTER TABLE outbox.ops
 	DROP CONSTRAINT ops_payload_check,
 	DROP CONSTRAINT ops_idempotency_key_check,
 	DROP CONSTRAINT ops_check1;
+
+-- The lane lookups (lane_best_due, lane_due_future) probe one signer's
+-- range of ops_signer_pending_idx, which yields each priority's ops in
+-- next_attempt_at order. PL/pgSQL caches a generic plan per session, costed
+-- with the statistics of that moment; bench_dispatch caught sessions whose
+-- cached plan answered "priority = 0" through ops_claim_idx instead (the
+-- statistics knew no CRITICAL op, so that looked free), but vshard leads
+-- that index, so each probe read every PENDING op and then sorted: ~97 ms
+-- per call behind a 20 000-op backlog, and confirmations crawled. With
+-- sorting disabled for these two functions only the signer index, which
+-- needs no sort, is ever chosen, whatever the statistics or the plan cache
+-- hold (and the calls measured faster: ~100 against ~150 microseconds).
+ALTER FUNCTION outbox.lane_best_due(text) SET enable_sort = off;
+ALTER FUNCTION outbox.lane_due_future(text) SET enable_sort = off;

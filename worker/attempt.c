@@ -262,8 +262,15 @@ static int source_of(struct job *j, struct txbuild_source *src)
 {
 	struct worker *w = j->w;
 	int64_t now_s = (int64_t)(shm_realtime_ms() / 1000);
-	/* from this iteration's copy: a callback may run while we are offline */
+	/*
+	 * The chain's clock: the snapshot (this iteration's copy: a callback
+	 * may run while we are offline) or a newer close time an RPC answer
+	 * reported, never behind our own clock.
+	 */
 	int64_t close = (int64_t)w->fees.close_time;
+
+	if (w->seen_close_time > close)
+		close = w->seen_close_time;
 
 	if (close < now_s)
 		close = now_s;
@@ -455,6 +462,18 @@ void jobs_tick(struct worker *w, int64_t now)
 		if (j->busy || j->abandoned)
 			continue;
 		if (j->st == J_NEW) {
+			/*
+			 * Backpressure: an envelope is built (its maxTime fixed)
+			 * before its attempt row commits, so it must not wait
+			 * behind a long queue of writes; a claim of hundreds of
+			 * ops starts them as the queue drains.
+			 */
+			if (now < j->due_ms)
+				continue;
+			if (pgq_pending(worker_pg(w, j->vshard)) >= WORKER_PG_QUEUE_MAX) {
+				j->due_ms = now + WORKER_PG_QUEUE_WAIT_MS;
+				continue;
+			}
 			j->st = J_FOLLOW; /* job_start decides what follows */
 			j->n_live = 0;
 			job_start(j);

@@ -59,6 +59,7 @@ void follow_after_send(struct job *j, struct rpc_result *r)
 		next_poll(j); /* the envelope may or may not have arrived: follow */
 		return;
 	}
+	worker_saw_close_time(j->w, r->u.send.latest_ledger_close_time);
 	if (!j->sent_ledger)
 		j->sent_ledger = r->u.send.latest_ledger;
 	if (r->u.send.status == RPC_SEND_ERROR) {
@@ -329,6 +330,7 @@ static void on_get(struct rpc_result *r, void *arg)
 		return;
 	}
 	const struct rpc_get_tx *g = &r->u.get_tx;
+	worker_saw_close_time(j->w, g->latest_ledger_close_time);
 	if (g->status == RPC_TX_SUCCESS) {
 		confirm(j, g);
 		return;

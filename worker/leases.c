@@ -100,8 +100,9 @@ static void on_release(PGresult *res, void *arg);
  * pid that no longer exists on this host: the supervisor respawned us after
  * it died) are released on its behalf before we acquire, instead of waiting
  * up to a TTL for them to expire. Safe: a dead process writes nothing more,
- * and lease_release waits for any of its transactions the server is still
- * finishing (they hold the lease row FOR SHARE). Instance names are unique
+ * and our lease_acquire (an epoch change) waits for any of its transactions
+ * the server is still finishing (they hold the lease row FOR KEY SHARE,
+ * schema/0006_fence_key_share.sql). Instance names are unique
  * per deployment (the instance lock makes them unique per host; the owner
  * string must not be shared across hosts either).
  */
@@ -185,8 +186,7 @@ static void on_renew(PGresult *res, void *arg)
 	struct worker *w = arg;
 	char *s, *end;
 
-	if (w->renewing > 0)
-		w->renewing--;
+	w->renewing = false;
 	if (!res || !pgq_ok(res) || PQntuples(res) != 1) {
 		if (res)
 			log_warn("lease_renew: %s", PQresultErrorMessage(res));
@@ -204,33 +204,34 @@ static void on_renew(PGresult *res, void *arg)
 	}
 }
 
-/*
- * One statement (one transaction) per vshard, never one UPDATE over all of
- * them: a group-committed batch of job writes (pgq.h) holds the fence's
- * FOR SHARE on several of our lease rows at once, and a renewal that locked
- * several rows in its own order could wait for the batch while the batch
- * waits for a row the renewal already holds (a deadlock PostgreSQL would
- * break only after deadlock_timeout). A single-row renewal holds nothing
- * while it waits.
- */
 static void renew(struct worker *w)
 {
-	char ttl[16];
+	size_t cap = (size_t)w->nvshards * 24 + 4, a = 0, b = 0;
+	char *vs = malloc(cap), *es = malloc(cap), ttl[16];
+	const char *p[4] = {w->owner, vs, es, ttl};
 
-	snprintf(ttl, sizeof(ttl), "%d", WORKER_LEASE_TTL_MS);
+	if (!vs || !es)
+		goto out;
+	vs[a++] = '{';
+	es[b++] = '{';
 	for (int v = 0; v < w->nvshards; v++) {
-		char vs[24], es[32];
-		const char *p[4] = {w->owner, vs, es, ttl};
-
 		if (!w->leases[v].epoch)
 			continue;
-		snprintf(vs, sizeof(vs), "{%d}", v);
-		snprintf(es, sizeof(es), "{%lld}", (long long)w->leases[v].epoch);
-		if (!pgq_send(&w->pg[0],
-			      "SELECT outbox.lease_renew($1, $2::int[], $3::bigint[], $4::int)", 4,
-			      p, on_renew, w))
-			w->renewing++;
+		a += (size_t)snprintf(vs + a, cap - a, "%s%d", a > 1 ? "," : "", v);
+		b += (size_t)snprintf(es + b, cap - b, "%s%lld", b > 1 ? "," : "",
+				      (long long)w->leases[v].epoch);
 	}
+	if (a == 1)
+		goto out;
+	snprintf(vs + a, cap - a, "}");
+	snprintf(es + b, cap - b, "}");
+	snprintf(ttl, sizeof(ttl), "%d", WORKER_LEASE_TTL_MS);
+	if (!pgq_send(&w->pg[0], "SELECT outbox.lease_renew($1, $2::int[], $3::bigint[], $4::int)",
+		      4, p, on_renew, w))
+		w->renewing = true;
+out:
+	free(vs);
+	free(es);
 }
 
 void leases_tick(struct worker *w, int64_t now)

@@ -59,6 +59,14 @@
  * commit). bench_dispatch chose the count (README, Performance).
  */
 #define WORKER_PG_CONNS 4
+/*
+ * A new job waits while its data connection has this many statements queued
+ * (two group-commit batches): its envelope's maxTime is fixed when it is
+ * built, before the attempt row commits, and with fast ledgers 30 s of
+ * ledger time can be a few seconds of wall time.
+ */
+#define WORKER_PG_QUEUE_MAX     (2 * PGQ_BATCH_MAX)
+#define WORKER_PG_QUEUE_WAIT_MS 2
 
 struct job;
 
@@ -100,14 +108,19 @@ struct worker {
 	int nvshards;
 	struct lease *leases; /* [nvshards] */
 	int64_t next_renew_ms, next_foreign_ms, next_claim_ms;
-	bool claiming, claim_again;
-	int renewing;          /* lease_renew statements in flight */
+	bool renewing, claiming, claim_again;
 	int64_t last_found_ms; /* the last claim that returned rows (monotonic) */
 
 	struct job *jobs; /* doubly linked */
 	size_t n_jobs;
 	int64_t inflight; /* slots held in the global cap */
 	struct fee_view fees;
+	/*
+	 * The newest ledger close time any RPC answer reported (unix s): under
+	 * load the oracle's snapshot can lag, and with fast ledgers the chain's
+	 * clock runs ahead of ours (close times rise at least 1 s per ledger).
+	 */
+	int64_t seen_close_time;
 	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (new ops), oracle (landed) */
 	bool ring_ok[SHM_N_PRODUCERS];
 };
@@ -170,6 +183,13 @@ struct job {
 
 /* worker_main.c */
 void worker_schedule_claim(struct worker *w, int64_t in_ms);
+/* A close time from an RPC answer; one more than a day ahead of us is ignored. */
+static inline void worker_saw_close_time(struct worker *w, int64_t t)
+{
+	if (t > w->seen_close_time && t < (int64_t)(shm_realtime_ms() / 1000) + 86400)
+		w->seen_close_time = t;
+}
+
 /* The connection for statements about vshard v's ops (see WORKER_PG_CONNS). */
 static inline struct pgq *worker_pg(struct worker *w, int vshard)
 {

@@ -143,7 +143,7 @@ static void on_connect(bool up, void *arg)
 			w->leases[v].acquiring = false;
 		}
 		w->claiming = false;
-		w->renewing = 0;
+		w->renewing = false;
 		return;
 	}
 	if (!w->pg_up || was)

@@ -287,7 +287,9 @@ END_TEST
 
 /*
  * A takeover waits for a fenced write that is in progress (the fence holds
- * the lease row FOR SHARE), and the old owner's next write fails.
+ * the lease row FOR KEY SHARE; a takeover changes the key columns owner and
+ * epoch), and the old owner's next write fails. The owner's own renewal, a
+ * no-key update, never waits for its fenced writers (0006).
  */
 START_TEST(test_fence_blocks_takeover)
 {
@@ -303,6 +305,9 @@ START_TEST(test_fence_blocks_takeover)
 	ok(a, "UPDATE outbox.shard_leases SET expires_at = now() + interval '1 s'");
 	ok(a, "BEGIN");
 	ok(a, "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10)", e);
+	ok(o, "SET lock_timeout = '2s'");
+	ok(o, "SELECT outbox.lease_renew('" OWNER "', '{0}', '{%lld}', 1000)", e);
+	ok(o, "RESET lock_timeout");
 	while (num(b, "SELECT (expires_at > now())::int FROM outbox.shard_leases"))
 		usleep(50000);
 	/* Expired now, but our fenced transaction still holds the row. */
@@ -493,6 +498,74 @@ START_TEST(test_claim_ignores_busy_backlog)
 	ck_assert_int_eq(num(c, "SELECT (signer = '%s')::int FROM outbox.ops WHERE id = %lld",
 			     acc[0], ids[0]),
 			 1);
+	PQfinish(c);
+}
+END_TEST
+
+/* NORMAL ops [from, to) spread over 40 other signers and 8 vshards, inserted directly. */
+static void bulk(PGconn *c, int from, int to)
+{
+	char a[57];
+
+	for (int i = 0; i < 40; i++) {
+		pgtest_account(500 + i, a);
+		ok(c,
+		   "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id, "
+		   "business_record_id, signer, vshard, payload) SELECT 'DEPOSIT:bulk:' || g, "
+		   "'DEPOSIT', 1, 'bulk', g::text, '%s', %d, '{}' FROM generate_series(%d, %d) g "
+		   "WHERE g %% 40 = %d",
+		   a, i % 8, from, to - 1, i);
+	}
+}
+
+/* Shared buffers one call of a lane lookup touches (EXPLAIN ANALYZE BUFFERS). */
+static long long lookup_buffers(PGconn *c, const char *fn, const char *signer)
+{
+	PGresult *r = q(c,
+			"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+			"SELECT outbox.%s('%s')",
+			fn, signer);
+	long long total = 0;
+	const char *p;
+
+	for (int i = 0; i < PQntuples(r) && !total; i++)
+		if ((p = strstr(PQgetvalue(r, i, 0), "Buffers: shared")))
+			for (const char *k = p; (k = strpbrk(k, "=")); k++)
+				total += atoll(k + 1);
+	PQclear(r);
+	return total;
+}
+
+/*
+ * The lane lookups (lane_best_due, lane_due_future) stay probes of one
+ * signer's index range after a backlog grows behind the plans a session
+ * cached while the table was small (schema/0005_hot_path.sql: a cached
+ * plan that went through ops_claim_idx read every PENDING op per call).
+ */
+START_TEST(test_lane_lookups_ignore_backlog_statistics)
+{
+	PGconn *c = pgtest_connect(&db);
+	static const char *fns[] = {"lane_best_due", "lane_due_future"};
+	long long pages, worst = 0;
+
+	/* no ANALYZE behind our back: the plans keep the statistics of a small table */
+	ok(c, "ALTER TABLE outbox.ops SET (autovacuum_enabled = false)");
+	bulk(c, 0, 300);
+	enq(c, "u0", "mine", 1, "NORMAL");
+	for (size_t f = 0; f < 2; f++) /* past the five custom plans: a generic plan is cached */
+		for (int i = 0; i < 8; i++)
+			ok(c, "SELECT outbox.%s('%s')", fns[f], acc[1]);
+	bulk(c, 300, 60000); /* the backlog grows; the cached plans stay */
+	pages = num(c, "SELECT pg_relation_size('outbox.ops_claim_idx') / 8192");
+	for (size_t f = 0; f < 2; f++) {
+		long long b = lookup_buffers(c, fns[f], acc[1]);
+
+		if (b > worst)
+			worst = b;
+		ck_assert_msg(b < 30, "%s touched %lld buffers (ops_claim_idx: %lld pages)", fns[f],
+			      b, pages);
+	}
+	ck_assert_int_gt(pages, 10 * worst);
 	PQfinish(c);
 }
 END_TEST
@@ -1075,6 +1148,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_claim_order);
 	tcase_add_test(t, test_claim_per_account_max);
 	tcase_add_test(t, test_claim_ignores_busy_backlog);
+	tcase_add_test(t, test_lane_lookups_ignore_backlog_statistics);
 	tcase_add_test(t, test_held_users);
 	tcase_add_test(t, test_write_ahead_then_confirm);
 	tcase_add_test(t, test_one_live_inner_and_guards);
