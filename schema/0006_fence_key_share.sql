@@ -2,11 +2,11 @@
 --
 -- 0004's fence held the lease row FOR SHARE until commit, which conflicts
 -- with every UPDATE of the row, the owner's own renewal included. With
--- group-committed batches of job writes (worker/pgq.h) some fenced
--- transaction is nearly always open on a busy vshard, and PostgreSQL lets
--- new FOR SHARE lockers join while an UPDATE waits, so renewals (and the
--- claims queued behind them on the worker's control connection) starved:
--- bench_dispatch fell from ~880 to ~220 confirmed ops/s.
+-- group-committed batches of job writes (worker/pgq.h) fenced transactions
+-- last longer and overlap, PostgreSQL lets new FOR SHARE lockers join while
+-- an UPDATE waits, and a renewal waiting there also holds up the claims
+-- queued behind it on the worker's control connection: a renewal must not
+-- depend on a gap between the owner's own writes.
 --
 -- What the fence must block is an epoch change, not a renewal. A unique
 -- index over (vshard, owner, epoch) makes owner and epoch KEY columns for

@@ -56,7 +56,8 @@
  * vshard's data connection (worker_pg), so they keep the FIFO order they
  * would have on a single connection, while other vshards' writes do not
  * queue behind them, and queued job writes share commits (pgq.h, group
- * commit). bench_dispatch chose the count (README, Performance).
+ * commit). Four: one for control, three commit queues (README, Dispatch
+ * performance).
  */
 #define WORKER_PG_CONNS 4
 /*
