@@ -521,34 +521,33 @@ START_TEST(test_dispatch_crash_after_confirm_seen)
 END_TEST
 
 /* One case per test, named after it: CK_RUN_CASE=<name> runs one. */
-static void add(Suite *s, const char *name, const TTest *t)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, 150);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
+#define CASE_TIMEOUT_S 150
 
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("dispatch");
 
-	add(s, "all_confirmed_exactly_once", test_dispatch_all_confirmed_exactly_once);
-	add(s, "overdraft_fails_with_code", test_dispatch_overdraft_fails_with_code);
-	add(s, "critical_first", test_dispatch_critical_first);
-	add(s, "critical_wakes_idle_worker", test_dispatch_critical_wakes_idle_worker);
-	add(s, "transient_faults", test_dispatch_transient_faults);
-	add(s, "held_user", test_dispatch_held_user);
-	add(s, "blackhole_expiry", test_dispatch_blackhole_expiry);
-	add(s, "fee_bump_lands", test_dispatch_fee_bump_lands);
-	add(s, "follower_confirms", test_dispatch_follower_confirms);
-	add(s, "respawn_takes_leases", test_dispatch_respawn_takes_leases_at_once);
-	add(s, "low_deferral", test_dispatch_low_deferral_under_congestion);
-	add(s, "global_cap", test_dispatch_global_cap);
-	add(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit);
-	add(s, "crash_after_send", test_dispatch_crash_after_send);
-	add(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen);
+	dh_add_case(s, "all_confirmed_exactly_once", test_dispatch_all_confirmed_exactly_once,
+		    CASE_TIMEOUT_S);
+	dh_add_case(s, "overdraft_fails_with_code", test_dispatch_overdraft_fails_with_code,
+		    CASE_TIMEOUT_S);
+	dh_add_case(s, "critical_first", test_dispatch_critical_first, CASE_TIMEOUT_S);
+	dh_add_case(s, "critical_wakes_idle_worker", test_dispatch_critical_wakes_idle_worker,
+		    CASE_TIMEOUT_S);
+	dh_add_case(s, "transient_faults", test_dispatch_transient_faults, CASE_TIMEOUT_S);
+	dh_add_case(s, "held_user", test_dispatch_held_user, CASE_TIMEOUT_S);
+	dh_add_case(s, "blackhole_expiry", test_dispatch_blackhole_expiry, CASE_TIMEOUT_S);
+	dh_add_case(s, "fee_bump_lands", test_dispatch_fee_bump_lands, CASE_TIMEOUT_S);
+	dh_add_case(s, "follower_confirms", test_dispatch_follower_confirms, CASE_TIMEOUT_S);
+	dh_add_case(s, "respawn_takes_leases", test_dispatch_respawn_takes_leases_at_once,
+		    CASE_TIMEOUT_S);
+	dh_add_case(s, "low_deferral", test_dispatch_low_deferral_under_congestion, CASE_TIMEOUT_S);
+	dh_add_case(s, "global_cap", test_dispatch_global_cap, CASE_TIMEOUT_S);
+	dh_add_case(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit,
+		    CASE_TIMEOUT_S);
+	dh_add_case(s, "crash_after_send", test_dispatch_crash_after_send, CASE_TIMEOUT_S);
+	dh_add_case(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen,
+		    CASE_TIMEOUT_S);
 	return s;
 }
 

@@ -479,23 +479,17 @@ START_TEST(test_bump_capped_waits_for_queue_drop)
 END_TEST
 
 /* One case per test, named after it: CK_RUN_CASE=<name> runs one. */
-static void add(Suite *s, const char *name, const TTest *t)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
+#define CASE_TIMEOUT_S 120
 
 static Suite *dispatch_fees_suite(void)
 {
 	Suite *s = suite_create("dispatch_fees");
 
-	add(s, "critical_bids_aggressive", test_critical_bids_aggressive);
-	add(s, "max_abs_fee_cap", test_max_abs_fee_caps_the_bid);
-	add(s, "bump_while_queued_10x", test_bump_while_queued_bids_10x);
-	add(s, "bump_capped_waits_for_drop", test_bump_capped_waits_for_queue_drop);
+	dh_add_case(s, "critical_bids_aggressive", test_critical_bids_aggressive, CASE_TIMEOUT_S);
+	dh_add_case(s, "max_abs_fee_cap", test_max_abs_fee_caps_the_bid, CASE_TIMEOUT_S);
+	dh_add_case(s, "bump_while_queued_10x", test_bump_while_queued_bids_10x, CASE_TIMEOUT_S);
+	dh_add_case(s, "bump_capped_waits_for_drop", test_bump_capped_waits_for_queue_drop,
+		    CASE_TIMEOUT_S);
 	return s;
 }
 

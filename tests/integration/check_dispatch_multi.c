@@ -167,23 +167,14 @@ START_TEST(test_dispatch_chaos)
 }
 END_TEST
 
-static void add(Suite *s, const char *name, const TTest *t, int timeout)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_set_timeout(tc, timeout);
-	tcase_add_test(tc, t);
-	suite_add_tcase(s, tc);
-}
-
 int main(void)
 {
 	Suite *s = suite_create("dispatch_multi");
 	SRunner *sr;
 	int failed;
 
-	add(s, "two_instances", test_dispatch_two_instances_one_killed, 240);
-	add(s, "chaos", test_dispatch_chaos, 300);
+	dh_add_case(s, "two_instances", test_dispatch_two_instances_one_killed, 240);
+	dh_add_case(s, "chaos", test_dispatch_chaos, 300);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

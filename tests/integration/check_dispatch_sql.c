@@ -408,28 +408,37 @@ START_TEST(test_claim_per_account_max)
 }
 END_TEST
 
-/* Shared buffers the claim touches (EXPLAIN ANALYZE BUFFERS of the call). */
-static long long claim_buffers(PGconn *c, long long e, int batch, int *rows)
+/*
+ * Shared buffers and rows of an EXPLAIN (ANALYZE, BUFFERS) result: the top
+ * node's counters include everything a function ran. Clears r.
+ */
+static long long explain_buffers(PGresult *r, int *rows)
 {
-	PGresult *r = q(c,
-			"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-			"SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, %d)",
-			e, batch);
 	long long total = 0;
 
-	*rows = -1;
+	if (rows)
+		*rows = -1;
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *l = PQgetvalue(r, i, 0), *p;
 
-		if ((p = strstr(l, "(actual rows=")) && *rows < 0)
+		if (rows && (p = strstr(l, "(actual rows=")) && *rows < 0)
 			*rows = atoi(p + 13);
-		/* The top node's counters include everything the function ran. */
 		if ((p = strstr(l, "Buffers: shared")) && !total)
 			for (const char *k = p; (k = strpbrk(k, "=")); k++)
 				total += atoll(k + 1);
 	}
 	PQclear(r);
 	return total;
+}
+
+/* Shared buffers the claim touches (EXPLAIN ANALYZE BUFFERS of the call). */
+static long long claim_buffers(PGconn *c, long long e, int batch, int *rows)
+{
+	return explain_buffers(q(c,
+				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+				 "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, %d)",
+				 e, batch),
+			       rows);
 }
 
 /*
@@ -521,19 +530,11 @@ static void bulk(PGconn *c, int from, int to)
 /* Shared buffers one call of a lane lookup touches (EXPLAIN ANALYZE BUFFERS). */
 static long long lookup_buffers(PGconn *c, const char *fn, const char *signer)
 {
-	PGresult *r = q(c,
-			"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-			"SELECT outbox.%s('%s')",
-			fn, signer);
-	long long total = 0;
-	const char *p;
-
-	for (int i = 0; i < PQntuples(r) && !total; i++)
-		if ((p = strstr(PQgetvalue(r, i, 0), "Buffers: shared")))
-			for (const char *k = p; (k = strpbrk(k, "=")); k++)
-				total += atoll(k + 1);
-	PQclear(r);
-	return total;
+	return explain_buffers(q(c,
+				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+				 "SELECT outbox.%s('%s')",
+				 fn, signer),
+			       NULL);
 }
 
 /*

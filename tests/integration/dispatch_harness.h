@@ -120,6 +120,16 @@ static inline void start(struct fixture *f, const char *sim_args, const char *co
 	launch(f, env_extra);
 }
 
+/* One TCase per test, named for CK_RUN_CASE=<name>, with its own timeout. */
+static inline void dh_add_case(Suite *s, const char *name, const TTest *t, int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}
+
 static inline void stop(struct fixture *f)
 {
 	PQfinish(f->c);
