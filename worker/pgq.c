@@ -225,20 +225,6 @@ static void kick(struct pgq *q)
 }
 
 static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char *const *params,
-		   pgq_cb cb, void *arg);
-
-int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb, void *arg)
-{
-	return enqueue(q, false, sql, n, params, cb, arg);
-}
-
-int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
-		   void *arg)
-{
-	return enqueue(q, true, sql, n, params, cb, arg);
-}
-
-static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char *const *params,
 		   pgq_cb cb, void *arg)
 {
 	size_t len = strlen(sql) + 1, off;
@@ -280,6 +266,17 @@ static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char
 	return 0;
 }
 
+int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb, void *arg)
+{
+	return enqueue(q, false, sql, n, params, cb, arg);
+}
+
+int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
+		   void *arg)
+{
+	return enqueue(q, true, sql, n, params, cb, arg);
+}
+
 static void deliver_notifies(struct pgq *q)
 {
 	PGnotify *nf;
@@ -319,18 +316,18 @@ static void finish(struct pgq *q)
 	 * rest of this batch (already executed) as the next head to send.
 	 */
 	struct pgq_cmd *done[PGQ_BATCH_MAX];
-	PGresult *res[PGQ_BATCH_MAX];
+	PGresult *held[PGQ_BATCH_MAX];
 	int n_res = q->n_res;
 
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		done[i] = pop(q);
-		res[i] = n == 1 ? (n_res ? q->res[n_res - 1] : NULL) : q->res[i];
-	}
-	PGresult *held[PGQ_BATCH_MAX];
 	memcpy(held, q->res, sizeof(PGresult *) * (size_t)n_res);
 	q->n_res = 0;
 	for (int i = 0; i < n; i++) {
-		done[i]->cb(res[i], done[i]->arg);
+		/* a single command gets its last result (NULL never: libpq sent one) */
+		PGresult *r = n > 1 ? held[i] : n_res ? held[n_res - 1] : NULL;
+
+		done[i]->cb(r, done[i]->arg);
 		free(done[i]);
 	}
 	for (int i = 0; i < n_res; i++)

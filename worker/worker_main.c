@@ -177,6 +177,13 @@ static void read_hints(struct worker *w)
 	}
 }
 
+/* An event on one of the PostgreSQL connections (tags EV_PG + k); others are ignored. */
+static void pg_ready(struct worker *w, const struct epoll_event *ev)
+{
+	if (ev->data.u64 >= EV_PG && ev->data.u64 < EV_PG + WORKER_PG_CONNS)
+		pgq_on_ready(&w->pg[ev->data.u64 - EV_PG], ev->events);
+}
+
 static void handle(struct worker *w, const struct epoll_event *ev)
 {
 	uint64_t n;
@@ -210,8 +217,7 @@ static void handle(struct worker *w, const struct epoll_event *ev)
 		rpc_client_perform(w->rpc);
 		break;
 	default:
-		if (ev->data.u64 >= EV_PG && ev->data.u64 < EV_PG + WORKER_PG_CONNS)
-			pgq_on_ready(&w->pg[ev->data.u64 - EV_PG], ev->events);
+		pg_ready(w, ev);
 	}
 }
 
@@ -311,9 +317,8 @@ static void drain(struct worker *w)
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.u64 == EV_RPC)
 				rpc_client_perform(w->rpc);
-			else if (evs[i].data.u64 >= EV_PG &&
-				 evs[i].data.u64 < EV_PG + WORKER_PG_CONNS)
-				pgq_on_ready(&w->pg[evs[i].data.u64 - EV_PG], evs[i].events);
+			else
+				pg_ready(w, &evs[i]);
 	}
 }
 
