@@ -7,12 +7,12 @@
 #include <string.h>
 
 static const char *const status_names[OP_STATUS_COUNT] = {
-	"PENDING", "SUBMITTED", "CONFIRMED", "FAILED", "CANCELLED",
+	"PENDING", "SUBMITTED", "CONFIRMED", "FAILED", "CANCELLED", "HELD",
 };
 
 static const char *const event_names[OP_EV_COUNT] = {
 	"NONE",     "SUBMITTED", "FEE_BUMPED",  "CONFIRMED", "FAILED", "RETRY_SCHEDULED",
-	"DEFERRED", "CANCELLED", "ADMIN_RETRY",
+	"DEFERRED", "CANCELLED", "ADMIN_RETRY", "HELD",      "RESOLVED",
 };
 
 /* transitions[from][to]: the event for the move, OP_EV_NONE when illegal. */
@@ -23,6 +23,7 @@ static const enum op_event transitions[OP_STATUS_COUNT][OP_STATUS_COUNT] = {
 			[OP_SUBMITTED] = OP_EV_SUBMITTED,
 			[OP_FAILED] = OP_EV_FAILED,
 			[OP_CANCELLED] = OP_EV_CANCELLED,
+			[OP_HELD] = OP_EV_HELD,
 		},
 	[OP_SUBMITTED] =
 		{
@@ -30,10 +31,22 @@ static const enum op_event transitions[OP_STATUS_COUNT][OP_STATUS_COUNT] = {
 			[OP_SUBMITTED] = OP_EV_FEE_BUMPED,
 			[OP_CONFIRMED] = OP_EV_CONFIRMED,
 			[OP_FAILED] = OP_EV_FAILED,
+			[OP_HELD] = OP_EV_HELD,
 		},
 	[OP_FAILED] =
 		{
 			[OP_PENDING] = OP_EV_ADMIN_RETRY,
+			[OP_HELD] = OP_EV_HELD,
+		},
+	[OP_CANCELLED] =
+		{
+			[OP_HELD] = OP_EV_HELD,
+		},
+	[OP_HELD] =
+		{
+			[OP_PENDING] = OP_EV_ADMIN_RETRY,
+			[OP_CONFIRMED] = OP_EV_RESOLVED,
+			[OP_FAILED] = OP_EV_RESOLVED,
 		},
 };
 

@@ -1,23 +1,34 @@
 /*
  * lifecycle.h - the operation state machine (pure, no I/O).
  *
- * States (design.md section 5):
- *
  *	            claim+attempt          confirmed on chain
  *	PENDING ---------------------> SUBMITTED --------------> CONFIRMED
  *	  |  ^                           |   |  \ fee bump (stays SUBMITTED)
- *	  |  |  provably not landed,     |   |
- *	  |  +-- transient: retry -------+   +-----------------> FAILED
- *	  |                                   rejected on chain,  |  ^
- *	  +--> CANCELLED (admin)              or provably not     |  |
- *	  +--> FAILED (attempts exhausted     executed and out    |  |
- *	       before any envelope existed)   of attempts         |  |
- *	PENDING <-------------------- admin retry ----------------+  |
+ *	  |  |  proven dead, or failed   |   |
+ *	  |  +-- on chain and retryable -+   +-----------------> FAILED
+ *	  |                              |    failed on chain,    |  ^
+ *	  +--> CANCELLED (admin)         |    or proven dead and  |  |
+ *	  +--> FAILED (attempts exhausted|    out of attempts     |  |
+ *	       before any envelope)      v                        |  |
+ *	                                HELD -- resolved -------->+  |
+ *	PENDING <----------- admin retry (FAILED, HELD) -------------+
  *
- * CONFIRMED and CANCELLED are terminal. FAILED is terminal except for an
- * explicit admin retry. Every legal move has exactly one event type, which is
- * what outbox.events records. Self-moves are events only where the lifecycle
- * has them (a fee bump keeps SUBMITTED; a LOW-priority deferral keeps PENDING).
+ * HELD: outboxd cannot tell what happened and will not guess: the op's
+ * transaction consumed its sequence number and no RPC answer can show the
+ * outcome, or the signer's sequence number moved past anything outboxd
+ * recorded (common/fate.h). An operator resolves it (to CONFIRMED or FAILED
+ * by what the chain shows; a later answer that shows the outcome resolves it
+ * too) or, when no envelope of it can have run, retries it. A landing
+ * outboxd did not expect (an envelope of an op that had moved on) also moves
+ * a PENDING, FAILED, CANCELLED or SUBMITTED op to HELD, loudly.
+ *
+ * CONFIRMED is terminal; CANCELLED and FAILED are terminal for the
+ * dispatcher (only an admin retry, or the unexpected-landing alarm, leaves
+ * them). Every legal move has exactly one event type, which is what
+ * outbox.events records. Self-moves are events only where the lifecycle has
+ * them (a fee bump keeps SUBMITTED; a deferral or a retry before any
+ * envelope keeps PENDING). schema/0007_exactly_once.sql's status trigger
+ * allows exactly these moves (check_dispatch_sql compares them pair by pair).
  */
 #ifndef OUTBOX_COMMON_LIFECYCLE_H
 #define OUTBOX_COMMON_LIFECYCLE_H
@@ -30,6 +41,7 @@ enum op_status {
 	OP_CONFIRMED,
 	OP_FAILED,
 	OP_CANCELLED,
+	OP_HELD,
 	OP_STATUS_COUNT
 };
 
@@ -42,7 +54,9 @@ enum op_event {
 	OP_EV_RETRY_SCHEDULED, /* SUBMITTED -> PENDING: provably not landed, transient */
 	OP_EV_DEFERRED,        /* PENDING -> PENDING: LOW work held back by congestion */
 	OP_EV_CANCELLED,       /* PENDING -> CANCELLED (admin) */
-	OP_EV_ADMIN_RETRY,     /* FAILED -> PENDING (admin) */
+	OP_EV_ADMIN_RETRY,     /* FAILED|HELD -> PENDING (admin) */
+	OP_EV_HELD,            /* PENDING|SUBMITTED|FAILED|CANCELLED -> HELD */
+	OP_EV_RESOLVED,        /* HELD -> CONFIRMED|FAILED (an operator, or a late answer) */
 	OP_EV_COUNT
 };
 
@@ -62,7 +76,7 @@ static inline bool op_transition_allowed(enum op_status from, enum op_status to)
 	return op_transition(from, to) != OP_EV_NONE;
 }
 
-/* CONFIRMED and CANCELLED always; FAILED too (only an admin retry leaves it). */
+/* CONFIRMED, CANCELLED and FAILED: the dispatcher is done with them (HELD waits for an operator). */
 bool op_status_is_terminal(enum op_status s);
 
 #endif

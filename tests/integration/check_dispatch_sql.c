@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/lifecycle.h"
 #include "tests/support/pgtest.h"
 #include "tests/support/check_main.h"
 
@@ -159,18 +160,37 @@ static void hash_of(long long n, char out[65])
 	snprintf(out, 65, "%064llx", n);
 }
 
+/* The sequence number the tests sign attempt `attempt` of op with. */
+static long long seq_of(long long op, int attempt)
+{
+	return 1000 * op + attempt;
+}
+
 /* attempt_record for op (inner when bump == 0) with hash h, inner hash ih. */
 static void record(PGconn *c, long long e, long long op, int attempt, int bump, long long h,
 		   long long ih, int signer)
 {
-	char hh[65], ihh[65];
+	char hh[65], ihh[65], st[16];
 
 	hash_of(h, hh);
 	hash_of(ih, ihh);
+	text(c, st, sizeof(st),
+	     "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, '%s', '%s', '" ENV
+	     "', '%s', %lld, 2000000000, %d)",
+	     e, op, attempt, bump, hh, ihh, acc[signer], seq_of(op, attempt), 100 * (bump + 1));
+	ck_assert_str_eq(st, "RECORDED");
+}
+
+/*
+ * attempt_decide EXPIRED for inner hash h of (op, attempt), with a proof:
+ * the account's sequence below the transaction's, read after the deadline.
+ */
+static void expire(PGconn *c, long long e, long long h, long long op, int attempt)
+{
 	ok(c,
-	   "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, '%s', '%s', '" ENV
-	   "', '%s', 100, 2000000000, %d)",
-	   e, op, attempt, bump, hh, ihh, acc[signer], 100 * (bump + 1));
+	   "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064llx', 'EXPIRED', NULL, "
+	   "'{\"account_seq\": %lld, \"as_of_ledger\": 90, \"deadline_ledger\": 80}')",
+	   e, h, seq_of(op, attempt) - 1);
 }
 
 static void status_is(PGconn *c, long long op, const char *want)
@@ -512,7 +532,7 @@ START_TEST(test_claim_ignores_busy_backlog)
 }
 END_TEST
 
-/* NORMAL ops [from, to) spread over 40 other signers and 8 vshards, inserted directly. */
+/* NORMAL ops [from, to) spread over 40 other signers, inserted directly. */
 static void bulk(PGconn *c, int from, int to)
 {
 	char a[57];
@@ -522,9 +542,9 @@ static void bulk(PGconn *c, int from, int to)
 		ok(c,
 		   "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id, "
 		   "business_record_id, signer, vshard, payload) SELECT 'DEPOSIT:bulk:' || g, "
-		   "'DEPOSIT', 1, 'bulk', g::text, '%s', %d, '{}' FROM generate_series(%d, %d) g "
-		   "WHERE g %% 40 = %d",
-		   a, i % 8, from, to - 1, i);
+		   "'DEPOSIT', 1, 'bulk', g::text, '%s', outbox.vshard_of('%s'), '{}' "
+		   "FROM generate_series(%d, %d) g WHERE g %% 40 = %d",
+		   a, a, from, to - 1, i);
 	}
 }
 
@@ -541,8 +561,8 @@ static long long lookup_buffers(PGconn *c, const char *fn, const char *signer)
 /*
  * The lane lookups (lane_best_due, lane_due_future) stay probes of one
  * signer's index range after a backlog grows behind the plans a session
- * cached while the table was small (schema/0005_hot_path.sql: a cached
- * plan that went through ops_claim_idx read every PENDING op per call).
+ * cached while the table was small (schema/0005_hot_path.sql: a cached plan
+ * that went through another index read every PENDING op per call).
  */
 START_TEST(test_lane_lookups_ignore_backlog_statistics)
 {
@@ -558,14 +578,14 @@ START_TEST(test_lane_lookups_ignore_backlog_statistics)
 		for (int i = 0; i < 8; i++)
 			ok(c, "SELECT outbox.%s('%s')", fns[f], acc[1]);
 	bulk(c, 300, 60000); /* the backlog grows; the cached plans stay */
-	pages = num(c, "SELECT pg_relation_size('outbox.ops_claim_idx') / 8192");
+	pages = num(c, "SELECT pg_relation_size('outbox.ops') / 8192");
 	for (size_t f = 0; f < 2; f++) {
 		long long b = lookup_buffers(c, fns[f], acc[1]);
 
 		if (b > worst)
 			worst = b;
-		ck_assert_msg(b < 30, "%s touched %lld buffers (ops_claim_idx: %lld pages)", fns[f],
-			      b, pages);
+		ck_assert_msg(b < 30, "%s touched %lld buffers (outbox.ops: %lld pages)", fns[f], b,
+			      pages);
 	}
 	ck_assert_int_gt(pages, 10 * worst);
 	PQfinish(c);
@@ -677,14 +697,34 @@ START_TEST(test_one_live_inner_and_guards)
 	fails(c, "OB422",
 	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'LIVE', NULL)", e, 0xb1);
 	status_is(c, op, "SUBMITTED");
-	/* Proven expired: decide, then the op goes back to PENDING with backoff. */
-	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
-	   0xb1);
-	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
-	   0xb1);
-	fails(c, "OB409",
-	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'REJECTED', NULL)", e,
+	/* A refusal at submission proves nothing: REJECTED is not a decision. */
+	fails(c, "OB422",
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'REJECTED', 'txBAD_SEQ')",
+	      e, 0xb1);
+	/* EXPIRED only with a proof that proves death. */
+	fails(c, "OB422",
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
 	      0xb1);
+	fails(c, "OB422", /* the sequence was consumed */
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL, "
+	      "'{\"account_seq\": %lld, \"as_of_ledger\": 90, \"deadline_ledger\": 80}')",
+	      e, 0xb1, seq_of(op, 1));
+	fails(c, "OB422", /* read before the deadline */
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL, "
+	      "'{\"account_seq\": %lld, \"as_of_ledger\": 79, \"deadline_ledger\": 80}')",
+	      e, 0xb1, seq_of(op, 1) - 1);
+	fails(c, "OB422", /* not an integer */
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL, "
+	      "'{\"account_seq\": 1.5, \"as_of_ledger\": 90, \"deadline_ledger\": 80}')",
+	      e, 0xb1);
+	status_is(c, op, "SUBMITTED");
+	outcome_is(c, 0xb1, "LIVE");
+	/* Proven expired: decide, then the op goes back to PENDING with backoff. */
+	expire(c, e, 0xb1, op, 1);
+	expire(c, e, 0xb1, op, 1); /* again: a no-op */
+	ok(c, "SELECT 1 FROM outbox.attempts WHERE tx_hash = '%064x' AND "
+	      "(proof->>'account_seq')::bigint = %lld",
+	   0xb1, seq_of(op, 1) - 1);
 	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 60000, 'expired', false)",
 	   e, op);
 	status_is(c, op, "PENDING");
@@ -727,19 +767,38 @@ START_TEST(test_fee_bumps)
 	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 3, repeat('d', 64), "
 	      "repeat('e', 64), 'AAAA', '%s', 100, 2000000000, 900)",
 	      e, op, acc[0]);
-	/* The second bump lands: it is CONFIRMED, the inner and the first bump EXPIRED. */
+	/* A bump shares the inner transaction's sequence number and bounds. */
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 3, repeat('d', 64), "
+	      "'%064x', 'AAAA', '%s', %lld, 2000000000, 900)",
+	      e, op, 0xc0, acc[0], seq_of(op, 1) + 1);
+	/* A bump must be signed for the op's own signer. */
+	fails(c, "OB422",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 3, repeat('d', 64), "
+	      "'%064x', 'AAAA', '%s', %lld, 2000000000, 900)",
+	      e, op, 0xc0, acc[1], seq_of(op, 1));
+	/* The second bump lands: it is CONFIRMED, the inner and the first bump SUPERSEDED. */
 	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 9, 300)", e, op, 0xc2);
 	outcome_is(c, 0xc2, "CONFIRMED");
-	outcome_is(c, 0xc0, "EXPIRED");
-	outcome_is(c, 0xc1, "EXPIRED");
+	outcome_is(c, 0xc0, "SUPERSEDED");
+	outcome_is(c, 0xc1, "SUPERSEDED");
+	/* and its sequence number stays bound: no other transaction may record it */
+	long long op3 = enq(c, "u3", "w3", 0, "CRITICAL");
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('d', 64), "
+	      "repeat('d', 64), 'AAAA', '%s', %lld, 2000000000, 900)",
+	      e, op3, acc[0], seq_of(op, 1));
 	events_are(c, op,
 		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FEE_BUMPED:SUBMITTED>SUBMITTED,"
 		   "FEE_BUMPED:SUBMITTED>SUBMITTED,CONFIRMED:SUBMITTED>CONFIRMED");
 	/* Expiring an inner transaction expires its bumps (same time bounds). */
 	record(c, e, op2, 1, 0, 0xd0, 0xd0, 1);
 	record(c, e, op2, 1, 1, 0xd1, 0xd0, 1);
-	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
-	   0xd0);
+	fails(c, "OB422", /* a bump is decided with its inner transaction, never alone */
+	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL, "
+	      "'{\"account_seq\": 1, \"as_of_ledger\": 90, \"deadline_ledger\": 80}')",
+	      e, 0xd1);
+	expire(c, e, 0xd0, op2, 1);
 	outcome_is(c, 0xd1, "EXPIRED");
 	/* A bump of a decided inner is refused. */
 	fails(c, "OB409",
@@ -773,7 +832,7 @@ START_TEST(test_fail_paths)
 	   e, b, 0xe1);
 	status_is(c, b, "FAILED");
 	outcome_is(c, 0xe1, "FAILED");
-	outcome_is(c, 0xe0, "EXPIRED");
+	outcome_is(c, 0xe0, "SUPERSEDED");
 	text(c, s, sizeof(s), "SELECT result_code FROM outbox.attempts WHERE tx_hash = '%064x'",
 	     0xe1);
 	ck_assert_str_eq(s, "txFAILED");
@@ -887,21 +946,26 @@ START_TEST(test_admin)
 			 1);
 	events_are(c, p, "ENQUEUED:>PENDING,CANCELLED:PENDING>CANCELLED");
 	fails(c, "OB409", "SELECT outbox.admin_cancel(%lld, 'ops')", p);
-	/* A worker still holding a claim of a cancelled op learns it at record time. */
-	fails(c, "OB409",
-	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('c', 64), "
-	      "repeat('c', 64), 'AAAA', '%s', 101, 2000000000, 100)",
-	      e, p, acc[0]);
-	/* Retry a FAILED op: PENDING, fresh budget, audited, claimable now. */
-	ok(c,
-	   "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'REJECTED', 'txBAD_SEQ')",
-	   e, 0x10);
+	/*
+	 * A worker still holding a claim of a cancelled op learns it at record
+	 * time: nothing is recorded and its lane reservation is given back there.
+	 */
+	ok(c, "UPDATE outbox.lanes SET in_flight = 1 WHERE signer = '%s'", acc[0]);
+	text(c, st, sizeof(st),
+	     "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('c', 64), "
+	     "repeat('c', 64), 'AAAA', '%s', 101, 2000000000, 100)",
+	     e, p, acc[0]);
+	ck_assert_str_eq(st, "GONE");
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.attempts WHERE op_id = %lld", p), 0);
+	/* Retry a FAILED op: PENDING, a fresh budget, attempt numbers go on, audited. */
+	expire(c, e, 0x10, s, 1);
 	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'gave up', NULL)", e, s);
 	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 0);
 	text(c, st, sizeof(st), "SELECT outbox.admin_retry(%lld, 'ops@example')", s);
 	ck_assert_str_eq(st, "PENDING");
-	ck_assert_int_eq(num(c, "SELECT attempts + fee_bumps FROM outbox.ops WHERE id = %lld", s),
-			 0);
+	ck_assert_int_eq(num(c, "SELECT attempts FROM outbox.ops WHERE id = %lld", s), 1);
+	ck_assert_int_eq(num(c, "SELECT attempts_base FROM outbox.ops WHERE id = %lld", s), 1);
 	ck_assert_int_eq(num(c,
 			     "SELECT count(*) FROM outbox.audit_log WHERE action = 'op.retry' "
 			     "AND target = '%lld' AND (detail->>'previous_attempts')::int = 1",
@@ -909,48 +973,106 @@ START_TEST(test_admin)
 			 1);
 	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
 	ck_assert_int_eq(ids[0], s);
+	/* the next attempt is number 2 (number 1 would collide: the livelock of old) */
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('c', 64), "
+	      "repeat('c', 64), 'AAAA', '%s', 101, 2000000000, 100)",
+	      e, s, acc[1]);
+	record(c, e, s, 2, 0, 0x11, 0x11, 1);
 	events_are(c, s,
 		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FAILED:SUBMITTED>FAILED,"
-		   "ADMIN_RETRY:FAILED>PENDING");
+		   "ADMIN_RETRY:FAILED>PENDING,SUBMITTED:PENDING>SUBMITTED");
 	PQfinish(c);
 }
 END_TEST
 
-/* Every (from, to) pair of statuses, by raw UPDATE: the trigger decides. */
-START_TEST(test_illegal_moves_rejected)
+/*
+ * Every (from, to) pair of statuses by raw UPDATE: the trigger allows
+ * exactly the moves of common/lifecycle.c (one source of truth for what is
+ * legal, two enforcers, compared here pair by pair).
+ */
+START_TEST(test_status_trigger_is_the_lifecycle)
 {
-	static const char *const st[] = {"PENDING", "SUBMITTED", "CONFIRMED", "FAILED",
-					 "CANCELLED"};
-	/* common/lifecycle.c, written out independently. */
-	static const int legal[5][5] = {
-		{1, 1, 0, 1, 1}, {1, 1, 1, 1, 0}, {0}, {1, 0, 0, 0, 0}, {0},
-	};
 	PGconn *c = pgtest_connect(&db);
 	long long op = enq(c, "u1", "w1", 0, "NORMAL");
+	int legal = 0;
 
-	for (int f = 0; f < 5; f++) {
-		for (int t = 0; t < 5; t++) {
+	for (int f = 0; f < OP_STATUS_COUNT; f++) {
+		for (int t = 0; t < OP_STATUS_COUNT; t++) {
+			const char *from = op_status_name((enum op_status)f);
+			const char *to = op_status_name((enum op_status)t);
+
 			ok(c, "BEGIN");
 			ok(c, "ALTER TABLE outbox.ops DISABLE TRIGGER ops_status_legal");
 			ok(c,
 			   "UPDATE outbox.ops SET status = '%s', confirmed_at = %s WHERE id = %lld",
-			   st[f], f == 2 ? "now()" : "NULL", op);
+			   from, f == OP_CONFIRMED ? "now()" : "NULL", op);
 			ok(c, "ALTER TABLE outbox.ops ENABLE TRIGGER ops_status_legal");
-			if (legal[f][t]) {
+			if (op_transition_allowed((enum op_status)f, (enum op_status)t)) {
+				legal++;
 				ok(c,
 				   "UPDATE outbox.ops SET status = '%s', confirmed_at = %s "
 				   "WHERE id = %lld",
-				   st[t], t == 2 ? "now()" : "NULL", op);
+				   to, t == OP_CONFIRMED ? "now()" : "NULL", op);
 				ok(c, "ROLLBACK");
 			} else {
 				fails(c, "OB409",
 				      "UPDATE outbox.ops SET status = '%s', confirmed_at = %s "
 				      "WHERE id = %lld",
-				      st[t], t == 2 ? "now()" : "NULL", op);
+				      to, t == OP_CONFIRMED ? "now()" : "NULL", op);
 			}
 		}
 	}
+	ck_assert_int_eq(legal, 16);
 	status_is(c, op, "PENDING");
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * The rules of 0007 the dispatcher must never break, each refused by the
+ * database itself: an op leaves SUBMITTED only when none of its attempts is
+ * LIVE; an attempt's outcome is decided once (only a ledger may overrule
+ * it); an op's vshard is its signer's; a sequence number is bound to one
+ * inner transaction until that one is proven dead.
+ */
+START_TEST(test_triggers_refuse_what_must_never_happen)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long op = enq(c, "u1", "w1", 0, "CRITICAL");
+	static const char *const away[] = {"PENDING", "FAILED", "HELD", "CONFIRMED"};
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	record(c, e, op, 1, 0, 0x21, 0x21, 0);
+	for (size_t i = 0; i < sizeof(away) / sizeof(away[0]); i++)
+		fails(c, "OB409", "UPDATE outbox.ops SET status = '%s', confirmed_at = %s "
+				  "WHERE id = %lld",
+		      away[i], strcmp(away[i], "CONFIRMED") ? "NULL" : "now()", op);
+	status_is(c, op, "SUBMITTED");
+	/* decided once: EXPIRED may not become LIVE or SUPERSEDED; a ledger may overrule it */
+	expire(c, e, 0x21, op, 1);
+	fails(c, "OB409", "UPDATE outbox.attempts SET outcome = 'LIVE', decided_at = NULL "
+			  "WHERE tx_hash = '%064x'",
+	      0x21);
+	fails(c, "OB409", "UPDATE outbox.attempts SET outcome = 'SUPERSEDED' WHERE tx_hash = '%064x'",
+	      0x21);
+	ok(c, "BEGIN");
+	ok(c, "UPDATE outbox.attempts SET outcome = 'CONFIRMED' WHERE tx_hash = '%064x'", 0x21);
+	ok(c, "ROLLBACK");
+	/* the vshard is the signer's (one vshard here: vshard 1 is nobody's) */
+	fails(c, "23514",
+	      "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id, business_record_id, "
+	      "signer, vshard, payload) VALUES ('DEPOSIT:v:1', 'DEPOSIT', 1, 'v', '1', '%s', 1, "
+	      "'{}')",
+	      acc[0]);
+	/* a sequence number proven unused may be signed again (the same op here) */
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'expired', false)", e, op);
+	ok(c,
+	   "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 2, 0, '%064x', '%064x', 'AAAA', "
+	   "'%s', %lld, 2000000000, 100)",
+	   e, op, 0x22, 0x22, acc[0], seq_of(op, 1));
+	outcome_is(c, 0x22, "LIVE");
 	PQfinish(c);
 }
 END_TEST
@@ -1094,8 +1216,7 @@ START_TEST(test_reconcile_and_lookup)
 	record(c, e, a, 1, 0, 0x61, 0x61, 0);
 	record(c, e, a, 1, 1, 0x62, 0x61, 0);
 	record(c, e, b, 1, 0, 0x63, 0x63, 1);
-	ok(c, "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'EXPIRED', NULL)", e,
-	   0x63);
+	expire(c, e, 0x63, b, 1);
 	/* d stays claimed-PENDING: the dead owner's reservation. */
 	ok(c, "UPDATE outbox.shard_leases SET expires_at = now() - interval '1 s'");
 	e2 = num(c, "SELECT outbox.lease_acquire('" PEER "', 0, 10000)");
@@ -1159,7 +1280,8 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_pending_retry_and_defer);
 	tcase_add_test(t, test_notify_done);
 	tcase_add_test(t, test_admin);
-	tcase_add_test(t, test_illegal_moves_rejected);
+	tcase_add_test(t, test_status_trigger_is_the_lifecycle);
+	tcase_add_test(t, test_triggers_refuse_what_must_never_happen);
 	tcase_add_test(t, test_mirror_business_row);
 	tcase_add_test(t, test_enqueue_lane_race);
 	tcase_add_test(t, test_reconcile_and_lookup);

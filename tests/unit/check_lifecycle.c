@@ -19,7 +19,10 @@ static const struct move legal[] = {
 	{"PENDING", "FAILED", "FAILED"},          {"PENDING", "CANCELLED", "CANCELLED"},
 	{"SUBMITTED", "SUBMITTED", "FEE_BUMPED"}, {"SUBMITTED", "CONFIRMED", "CONFIRMED"},
 	{"SUBMITTED", "FAILED", "FAILED"},        {"SUBMITTED", "PENDING", "RETRY_SCHEDULED"},
-	{"FAILED", "PENDING", "ADMIN_RETRY"},
+	{"FAILED", "PENDING", "ADMIN_RETRY"},     {"PENDING", "HELD", "HELD"},
+	{"SUBMITTED", "HELD", "HELD"},            {"FAILED", "HELD", "HELD"},
+	{"CANCELLED", "HELD", "HELD"},            {"HELD", "CONFIRMED", "RESOLVED"},
+	{"HELD", "FAILED", "RESOLVED"},           {"HELD", "PENDING", "ADMIN_RETRY"},
 };
 
 static const struct move *find_legal(const char *from, const char *to)
@@ -30,7 +33,7 @@ static const struct move *find_legal(const char *from, const char *to)
 	return NULL;
 }
 
-/* Loop test: _i enumerates all 25 (from, to) pairs. */
+/* Loop test: _i enumerates all 36 (from, to) pairs. */
 START_TEST(test_lifecycle_every_pair)
 {
 	enum op_status from = (enum op_status)(_i / OP_STATUS_COUNT);
@@ -54,16 +57,22 @@ START_TEST(test_lifecycle_terminal_states_have_no_exit)
 {
 	for (int to = 0; to < OP_STATUS_COUNT; to++) {
 		ck_assert(!op_transition_allowed(OP_CONFIRMED, (enum op_status)to));
-		ck_assert(!op_transition_allowed(OP_CANCELLED, (enum op_status)to));
-		/* FAILED leaves only through an admin retry to PENDING. */
+		/* CANCELLED leaves only to HELD (an envelope of it landed after all). */
+		ck_assert_int_eq(op_transition_allowed(OP_CANCELLED, (enum op_status)to),
+				 to == OP_HELD);
+		/* FAILED leaves only through an admin retry, or to HELD likewise. */
 		ck_assert_int_eq(op_transition_allowed(OP_FAILED, (enum op_status)to),
-				 to == OP_PENDING);
+				 to == OP_PENDING || to == OP_HELD);
+		/* HELD never goes back to the network by itself, and never to CANCELLED. */
+		ck_assert(!op_transition_allowed(OP_HELD, OP_SUBMITTED));
+		ck_assert(!op_transition_allowed(OP_HELD, OP_CANCELLED));
 	}
 	ck_assert(op_status_is_terminal(OP_CONFIRMED));
 	ck_assert(op_status_is_terminal(OP_CANCELLED));
 	ck_assert(op_status_is_terminal(OP_FAILED));
 	ck_assert(!op_status_is_terminal(OP_PENDING));
 	ck_assert(!op_status_is_terminal(OP_SUBMITTED));
+	ck_assert(!op_status_is_terminal(OP_HELD));
 }
 END_TEST
 
