@@ -77,7 +77,7 @@ static const struct var vars[] = {
 	 "total LOW deferral at most, in ms (>= OUTBOX_LOW_DEFER_MS)"},
 	{"OUTBOX_GLOBAL_MAX_IN_FLIGHT", V_INT, VF_RELOAD, F(global_max_in_flight), "1000", 1, 1000000,
 	 "transactions in flight across all workers at most"},
-	{"OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT", V_INT, VF_RELOAD, F(per_account_max_in_flight), "1", 1, 16,
+	{"OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT", V_INT, VF_RELOAD, F(per_account_max_in_flight), "1", 1, 1,
 	 "transactions in flight per source account at most"},
 	{"OUTBOX_BATCH_SIZE", V_INT, VF_RELOAD, F(batch_size), "50", 1, 1000,
 	 "ops claimed per sweep"},
@@ -217,8 +217,15 @@ static void describe(const struct var *v, char *buf, size_t cap)
 {
 	switch (v->type) {
 	case V_INT:
-		snprintf(buf, cap, "an integer in %lld..%lld", (long long)v->min,
-			 (long long)v->max);
+		if (v->min == v->max) /* one value: the only one is OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT */
+			snprintf(buf, cap,
+				 "%lld only: the network queues one transaction per source account, "
+				 "and a second would sign the next sequence number before the first is "
+				 "proven to have used its own",
+				 (long long)v->min);
+		else
+			snprintf(buf, cap, "an integer in %lld..%lld", (long long)v->min,
+				 (long long)v->max);
 		break;
 	case V_MULT:
 		snprintf(buf, cap, "a number x with 1.0 < x <= 100, at most 3 decimals");
@@ -255,7 +262,7 @@ static void describe(const struct var *v, char *buf, size_t cap)
 static int bad_value(const struct var *v, const char *val, const char *why,
 		     struct outbox_error *err)
 {
-	char allowed[128];
+	char allowed[256];
 
 	describe(v, allowed, sizeof(allowed));
 	if (v->type == V_SECRET)
@@ -397,9 +404,6 @@ static int check_relations(const struct outbox_config *c, struct outbox_error *e
 	if (c->fee_oracle_ttl_ms < c->fee_oracle_poll_ms)
 		return relation("FEE_ORACLE_TTL_MS", c->fee_oracle_ttl_ms,
 				">=", "FEE_ORACLE_POLL_MS", c->fee_oracle_poll_ms, err);
-	if (c->per_account_max_in_flight > c->global_max_in_flight)
-		return relation("OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT", c->per_account_max_in_flight,
-				"<=", "OUTBOX_GLOBAL_MAX_IN_FLIGHT", c->global_max_in_flight, err);
 	return 0;
 }
 
@@ -649,7 +653,7 @@ const char *config_var_name(size_t i)
 
 void config_print_help(FILE *f)
 {
-	char allowed[128];
+	char allowed[256];
 
 	fprintf(f, "Configuration (environment; OUTBOX_CONFIG_FILE=path adds KEY=VALUE lines that\n"
 		   "override it and is re-read on SIGHUP). [reload] variables change on SIGHUP;\n"

@@ -74,12 +74,22 @@ static int start_tx(struct txbuild *b, const struct txbuild_source *src, bool mu
 		return outbox_error_set(
 			err, OUTBOX_EINVAL, "max_time", "%llu is before min_time %llu",
 			(unsigned long long)src->max_time, (unsigned long long)src->min_time);
+	if (src->max_ledger != 0 && src->max_ledger <= src->min_ledger)
+		return outbox_error_set(err, OUTBOX_EINVAL, "max_ledger", "%u is not after min_ledger %u",
+					src->max_ledger, src->min_ledger);
 	tx->seq_num = src->seq_num;
 	tx->fee = src->fee;
 	tx->cond.type = PRECOND_TIME;
 	tx->cond.has_time_bounds = true;
 	tx->cond.time_bounds.min_time = src->min_time;
 	tx->cond.time_bounds.max_time = src->max_time;
+	if (src->min_ledger || src->max_ledger) {
+		/* PRECOND_V2 with time and ledger bounds; minSeqNum stays absent (strict sequence) */
+		tx->cond.type = PRECOND_V2;
+		tx->cond.has_ledger_bounds = true;
+		tx->cond.min_ledger = src->min_ledger;
+		tx->cond.max_ledger = src->max_ledger;
+	}
 	tx->memo.type = MEMO_NONE;
 	return 0;
 }

@@ -43,8 +43,14 @@ struct txbuild_source {
 	const char *account; /* G... (M... only for payments) */
 	int64_t seq_num;     /* account seqNum + 1; must be > 0 */
 	uint32_t fee;        /* classic: total fee; Soroban: inclusion bid (resourceFee added) */
-	uint64_t min_time;   /* time bounds; max_time 0 = unbounded (discouraged, see 4.5) */
-	uint64_t max_time;
+	uint64_t min_time; /* time bounds; max_time 0 = unbounded: never for outboxd, a */
+	uint64_t max_time; /* transaction without bounds can never be proven dead (fate.h) */
+	/*
+	 * Ledger bounds (PRECOND_V2 when either is set): valid only in ledgers
+	 * n with min_ledger <= n and, when max_ledger != 0, n < max_ledger.
+	 */
+	uint32_t min_ledger;
+	uint32_t max_ledger;
 };
 
 struct txbuild_vault_call {

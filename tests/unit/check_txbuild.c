@@ -199,6 +199,10 @@ START_TEST(test_vault_refusals)
 	src.max_time = 4;
 	expect_vault_fails(src, c, NULL, "max_time", "before min_time");
 	src = source();
+	src.min_ledger = 10;
+	src.max_ledger = 10;
+	expect_vault_fails(src, c, NULL, "max_ledger", "not after min_ledger");
+	src = source();
 	c.amount = "170141183460469231731687303715884105728";
 	expect_vault_fails(src, c, NULL, "amount", "outside the i128 range");
 	c.amount = "12.5";
@@ -250,6 +254,31 @@ START_TEST(test_vault_refusals)
 	expect_vault_fails(src, c, &sim, "transactionData", "base64");
 	sim.transaction_data = NULL;
 	expect_vault_fails(src, c, &sim, "transactionData", "missing");
+}
+END_TEST
+
+/* Ledger bounds make PRECOND_V2 with both bounds kept and no minSeqNum (strict sequence). */
+START_TEST(test_ledger_bounds)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct txbuild_source src = source();
+	struct txbuild_vault_call c = call(VAULT_DEPOSIT, "5");
+	uint8_t *raw;
+
+	src.max_ledger = 51234600;
+	ck_assert_msg(txbuild_vault(&b, &src, &c, NULL, &err) == 0, "%s", err.msg);
+	raw = round_trip();
+	ck_assert_uint_eq(back.tx.cond.type, PRECOND_V2);
+	ck_assert(back.tx.cond.has_time_bounds);
+	ck_assert_uint_eq(back.tx.cond.time_bounds.max_time, 1700000000);
+	ck_assert(back.tx.cond.has_ledger_bounds);
+	ck_assert_uint_eq(back.tx.cond.min_ledger, 0);
+	ck_assert_uint_eq(back.tx.cond.max_ledger, 51234600);
+	ck_assert(!back.tx.cond.has_min_seq_num);
+	ck_assert_uint_eq(back.tx.cond.min_seq_age, 0);
+	ck_assert_uint_eq(back.tx.cond.min_seq_ledger_gap, 0);
+	ck_assert_uint_eq(back.tx.cond.n_extra_signers, 0);
+	free(raw);
 }
 END_TEST
 
@@ -472,6 +501,7 @@ int main(void)
 	tcase_add_test(tc, test_vault_calls_carry_their_arguments);
 	tcase_add_test(tc, test_simulation_passthrough);
 	tcase_add_test(tc, test_vault_refusals);
+	tcase_add_test(tc, test_ledger_bounds);
 	tcase_add_test(tc, test_payment);
 	tcase_add_test(tc, test_fee_bump_builder);
 	tcase_add_test(tc, test_fee_bump_min_fee_table);
