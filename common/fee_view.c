@@ -9,6 +9,7 @@ void fee_view_eval(struct fee_view *out, const struct fee_snapshot *s, uint64_t 
 	out->none = s == NULL;
 	out->age_ms = UINT64_MAX;
 	out->close_time = s ? s->latest_ledger_close_time : 0;
+	out->latest_ledger = s ? s->latest_ledger : 0;
 	if (s)
 		out->age_ms = now_ms > s->sampled_at_ms ? now_ms - s->sampled_at_ms : 0;
 	out->stale = !s || out->age_ms > (uint64_t)s->ttl_ms + FEE_VIEW_GRACE_MS;

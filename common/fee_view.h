@@ -33,6 +33,7 @@ struct fee_view {
 	 * quiescent point, when the snapshot itself may no longer be read.
 	 */
 	uint64_t close_time;
+	uint32_t latest_ledger; /* the ledger that closed then (0 if none) */
 };
 
 /* Evaluate snapshot s (NULL = none published) at now_ms. */

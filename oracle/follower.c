@@ -113,9 +113,11 @@ static bool pg_ready(struct follower *f)
 	return true;
 }
 
-static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t aux, int vshard)
+static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t aux, int vshard,
+		 int64_t op_id)
 {
-	struct shm_hint h = {.type = SHM_HINT_TX_LANDED, .ledger = ledger, .aux = aux};
+	struct shm_hint h = {
+		.type = SHM_HINT_TX_LANDED, .ledger = ledger, .aux = aux, .op_id = (uint64_t)op_id};
 	uint32_t w = (uint32_t)vshard % (uint32_t)f->ctx->cfg->workers;
 	struct shm_stats_block *st = shm_stats_block(f->ctx->seg, f->ctx->proc);
 
@@ -151,7 +153,8 @@ static void lookup_done(struct follower *f, PGresult *r)
 		const char *h = PQgetvalue(r, i, 0);
 		size_t k = index_of(f, h);
 		if (k != SIZE_MAX)
-			hint(f, h, f->ledgers[k], f->aux[k], atoi(PQgetvalue(r, i, 2)));
+			hint(f, h, f->ledgers[k], f->aux[k], atoi(PQgetvalue(r, i, 2)),
+			     strtoll(PQgetvalue(r, i, 1), NULL, 10));
 	}
 }
 

@@ -653,7 +653,8 @@ DROP FUNCTION outbox.reconcile_list(text, integer, bigint);
 CREATE FUNCTION outbox.reconcile_list(owner text, vshard integer, epoch bigint)
 RETURNS TABLE (op_id bigint, signer text, tx_hash text, inner_tx_hash text, bump_no integer,
 	envelope_xdr text, source_sequence bigint, max_time bigint, fee bigint, attempt_no integer,
-	max_ledger integer, sent_after_ledger integer, attempts_base integer, kind text)
+	max_ledger integer, sent_after_ledger integer, attempts_base integer, kind text,
+	attempts integer)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 BEGIN
@@ -669,7 +670,7 @@ BEGIN
 	RETURN QUERY
 	SELECT o.id, o.signer, a.tx_hash, a.inner_tx_hash, a.bump_no, a.envelope_xdr,
 		a.source_sequence, a.max_time, a.fee, a.attempt_no, a.max_ledger, a.sent_after_ledger,
-		o.attempts_base, o.kind
+		o.attempts_base, o.kind, o.attempts
 	FROM outbox.ops o
 	LEFT JOIN outbox.attempts a ON a.op_id = o.id AND a.outcome = 'LIVE'
 	WHERE o.vshard = reconcile_list.vshard AND o.status = 'SUBMITTED'

@@ -9,6 +9,12 @@
  * (common/shm/inflight.h); a row that loses the race for a global slot is
  * given back at once with claim_release.
  *
+ * A claim's rows are taken only for vshards whose lease generation is the
+ * one the claim was sent under: a resync (or a lost lease) between sending
+ * it and reading its answer may have reset the lanes before the claim
+ * committed, or after, so its reservations are of unknown standing and the
+ * vshard is reconciled again (after the claim, so the reset counts it).
+ *
  * When to claim: at start of a vshard, after every job ends (its signer's
  * lane may hold more), on a CRITICAL NOTIFY or a doorbell, on the sweep
  * timer (OUTBOX_DISPATCH_INTERVAL_MS), and every WORKER_LANE_POLL_MS while
@@ -41,79 +47,57 @@ enum {
 	K_AMOUNT,
 	K_ATT,
 	K_BUMPS,
-	K_CREATED
+	K_CREATED,
+	K_BASE,
+	K_SEQ_HIGH
 };
 
-static void on_release(PGresult *res, void *arg)
-{
-	(void)arg;
-	if (res && !pgq_ok(res))
-		log_warn("claim_release: %s", PQresultErrorMessage(res));
-}
-
-/* A claimed op we will not work on: its reservation (and its claim stamp) go back. */
-static void give_back(struct worker *w, int v, const char *signer, const char *op_id)
-{
-	char vs[16], es[24], ids[32];
-	const char *p[6] = {w->owner, vs, es, signer, "1", ids};
-
-	snprintf(vs, sizeof(vs), "%d", v);
-	snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
-	snprintf(ids, sizeof(ids), "{%s}", op_id);
-	pgq_send_batch(
-		worker_pg(w, v),
-		"SELECT outbox.claim_release($1, $2::int, $3::bigint, $4, $5::int, $6::bigint[])",
-		6, p, on_release, NULL);
-}
-
+/* A job for claimed row r; false when the row is not taken (its vshard is resynced). */
 static bool take_row(struct worker *w, const PGresult *res, int r)
 {
 	int v = atoi(PQgetvalue(res, r, K_VSHARD));
-	enum op_kind kind;
-	enum op_priority prio;
 	struct signer *s;
 	struct job *j;
 
 	if (v < 0 || v >= w->nvshards || !w->leases[v].epoch)
 		return false;
-	if (!w->leases[v].reconciled) {
-		/*
-		 * A resync began while the claim ran (on connection 0): the
-		 * reconcile may already have read the lanes, so hand the
-		 * reservation back on v's connection, behind the reconcile.
-		 */
-		give_back(w, v, PQgetvalue(res, r, K_SIGNER), PQgetvalue(res, r, K_OP));
-		return false;
-	}
-	if (inflight_try_acquire(w->ctx->seg, w->ctx->index, w->cfg->global_max_in_flight)) {
-		stats_counter_add(w->stats, MET_INFLIGHT_DENIED, 1);
-		give_back(w, v, PQgetvalue(res, r, K_SIGNER), PQgetvalue(res, r, K_OP));
+	if (w->leases[v].gen != w->leases[v].claim_gen) {
+		if (!w->leases[v].claim_resynced) /* once per vshard and claim */
+			leases_resync(w, v, "a claim raced a reconcile");
+		w->leases[v].claim_resynced = true;
 		return false;
 	}
 	s = signers_get(w, PQgetvalue(res, r, K_SIGNER));
 	j = s ? job_new(w, v) : NULL;
-	if (!j || op_kind_parse(PQgetvalue(res, r, K_KIND), &kind) ||
-	    (prio = (enum op_priority)atoi(PQgetvalue(res, r, K_PRIO))) >= OP_PRIO_COUNT) {
-		inflight_release(w->ctx->seg, w->ctx->index);
-		give_back(w, v, PQgetvalue(res, r, K_SIGNER), PQgetvalue(res, r, K_OP));
-		if (j)
-			job_finish(j);
+	if (!j) {
+		leases_resync(w, v, "out of memory for a claimed op");
+		return false;
+	}
+	j->op_id = strtoll(PQgetvalue(res, r, K_OP), NULL, 10);
+	j->signer = s;
+	if (inflight_try_acquire(w->ctx->seg, w->ctx->index, w->cfg->global_max_in_flight)) {
+		stats_counter_add(w->stats, MET_INFLIGHT_DENIED, 1);
+		job_give_back(j);
 		return false;
 	}
 	w->inflight++;
 	j->holds_slot = true;
-	j->op_id = strtoll(PQgetvalue(res, r, K_OP), NULL, 10);
-	j->signer = s;
-	j->kind = kind;
-	j->prio = prio;
+	if (op_kind_parse(PQgetvalue(res, r, K_KIND), &j->kind) ||
+	    (j->prio = (enum op_priority)atoi(PQgetvalue(res, r, K_PRIO))) >= OP_PRIO_COUNT) {
+		job_give_back(j);
+		return false;
+	}
 	snprintf(j->key, sizeof(j->key), "%s", PQgetvalue(res, r, K_KEY));
 	snprintf(j->account, sizeof(j->account), "%s", PQgetvalue(res, r, K_ACCOUNT));
 	snprintf(j->amount, sizeof(j->amount), "%s", PQgetvalue(res, r, K_AMOUNT));
 	j->attempts = atoi(PQgetvalue(res, r, K_ATT));
-	j->fee_bumps = atoi(PQgetvalue(res, r, K_BUMPS));
+	j->attempts_base = atoi(PQgetvalue(res, r, K_BASE));
+	j->seq_high = PQgetisnull(res, r, K_SEQ_HIGH)
+			      ? -1
+			      : strtoll(PQgetvalue(res, r, K_SEQ_HIGH), NULL, 10);
 	j->created_ms = strtoll(PQgetvalue(res, r, K_CREATED), NULL, 10);
 	j->claimed_ms = pgq_now_ms();
-	j->st = J_NEW;
+	j->st = J_CLAIMED;
 	stats_counter_add(w->stats, MET_CLAIMS, 1);
 	stats_hist_observe(w->stats, MET_ENQUEUE_TO_CLAIM_MS,
 			   (uint64_t)((int64_t)shm_realtime_ms() - j->created_ms));
@@ -172,6 +156,8 @@ void claim_tick(struct worker *w)
 		a += (size_t)snprintf(vs + a, cap - a, "%s%d", a > 1 ? "," : "", v);
 		b += (size_t)snprintf(es + b, cap - b, "%s%lld", b > 1 ? "," : "",
 				      (long long)w->leases[v].epoch);
+		w->leases[v].claim_gen = w->leases[v].gen;
+		w->leases[v].claim_resynced = false;
 	}
 	if (a == 1)
 		return;
@@ -182,7 +168,7 @@ void claim_tick(struct worker *w)
 	if (pgq_send(&w->pg[0],
 		     "SELECT op_id, vshard, signer, kind, priority, idempotency_key, "
 		     "payload->>'account', payload->>'amount', attempts, fee_bumps, "
-		     "(extract(epoch from created_at) * 1000)::bigint "
+		     "(extract(epoch from created_at) * 1000)::bigint, attempts_base, seq_high "
 		     "FROM outbox.claim($1, $2::int[], $3::bigint[], $4::int, $5::int)",
 		     5, p, on_claim, w) == 0)
 		w->claiming = true;

@@ -1,27 +1,30 @@
 /*
- * follow.c - after a send: follow the transaction to its end.
+ * follow.c - after the write-ahead row: send, re-send, fee-bump, and follow
+ * the inner transaction until common/fate.c can say what became of it.
  *
- * The job polls getTransaction for its inner hash (stellar-sim and the RPC
- * find a fee bump by its inner hash too) with a growing interval, re-sends
- * the same envelope every WORKER_RESEND_MS while it is unknown (harmless:
- * the same hash can execute at most once), and
+ * Each poll (every WORKER_FOLLOW_MIN_MS, growing to WORKER_FOLLOW_MAX_MS)
+ * asks one question and folds the answer into j->facts:
  *
- *	SUCCESS   -> op_confirm with the landed attempt's hash;
- *	FAILED    -> op_fail with the result code (the attempt is FAILED);
- *	NOT_FOUND and a closed ledger's close time is past max_time (and the
- *	          RPC's retention reaches back over the whole validity window)
- *	          -> attempt_decide EXPIRED, then op_retry_later: only now may a
- *	          new transaction be built for the op;
- *	NOT_FOUND past OUTBOX_SUBMITTED_TIMEOUT_MS -> a fee bump around the same
- *	          inner tx (attempt_record bump_no > 0 first, then send), at most
- *	          OUTBOX_FEE_BUMP_MAX_ATTEMPTS of them. While the last envelope may
- *	          still sit in the queue (fewer than WORKER_QUEUE_LEDGERS ledgers
- *	          since it was sent) the bump must bid 10x to displace it; after
- *	          that the milder rules 1 and 2 apply (stellar-protocol.md 4.3, 4.7).
+ *	getLedgerEntries(signer)   when the deadline may have passed, when a
+ *	                           re-send said txBAD_SEQ or txTOO_LATE, and
+ *	                           every WORKER_ACCOUNT_MS anyway;
+ *	getTransaction(each hash)  a lookup round over every envelope, once the
+ *	                           sequence number is known to be consumed;
+ *	getTransaction(inner hash) otherwise (the RPC finds a fee bump by its
+ *	                           inner hash too).
  *
- * A send answered ERROR is not trusted on its own (a resend of a tx that
- * already landed says txBAD_SEQ): the job asks getTransaction first, and
- * only a NOT_FOUND lets it decide the envelope REJECTED.
+ * and fate_decide() says what to do:
+ *
+ *	LANDED    settle the op with what the ledger shows (job_settle);
+ *	CONSUMED  look every envelope up until one is found, or HELD;
+ *	HELD      hold the op for an operator (job_hold);
+ *	DEAD      record the proof, then retry or fail the op (job_expire);
+ *	UNKNOWN   re-send the current envelope every WORKER_RESEND_MS while it
+ *	          can still land, fee-bump it after OUTBOX_SUBMITTED_TIMEOUT_MS.
+ *
+ * What sendTransaction answers never decides a fate: a refusal only changes
+ * what is sent next (nothing, a fee bump, the previous envelope) and may ask
+ * for an account read.
  */
 #include "worker/worker.h"
 
@@ -30,15 +33,14 @@
 #include "common/feemath.h"
 #include "common/log.h"
 #include "common/stellar/classify.h"
-#include "common/shm/layout.h"
+#include "common/stellar/xdr.h"
 
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void follow_after_send(struct job *j, struct rpc_result *r);
-void job_resend(struct job *j);
+static void decide(struct job *j);
 
 static void schedule(struct job *j, int64_t in_ms)
 {
@@ -53,180 +55,120 @@ static void next_poll(struct job *j)
 	schedule(j, j->poll_ms);
 }
 
-void follow_after_send(struct job *j, struct rpc_result *r)
+/* The envelope to (re)send: the newest one recorded and not refused, or -1. */
+static int current(const struct job *j)
 {
-	if (r->status != RPC_OK) {
-		next_poll(j); /* the envelope may or may not have arrived: follow */
+	for (int i = j->n_env - 1; i >= 0; i--)
+		if (j->env[i].recorded && !j->env[i].refused)
+			return i;
+	return -1;
+}
+
+static uint32_t deadline(const struct job *j)
+{
+	return fate_deadline(&j->tx, &j->facts);
+}
+
+/* Worth sending: it may still land and a node may still take it. */
+static bool can_send(const struct job *j)
+{
+	uint32_t d = deadline(j);
+
+	return !j->too_late && !j->consumed && current(j) >= 0 &&
+	       (!d || j->w->chain_ledger + 1 < d);
+}
+
+/* ---- sending ---- */
+
+static void refused(struct job *j, int idx, const struct tx_result *tr)
+{
+	struct outcome o = classify_send(RPC_SEND_ERROR, tr);
+	int32_t code = tr ? (tr->code == TX_FEE_BUMP_INNER_FAILED ? tr->inner_code : tr->code) : 0;
+
+	snprintf(j->refusal, sizeof(j->refusal), "%s", o.reason ? o.reason : "ERROR");
+	log_info("op %lld: envelope %.12s refused: %s", (long long)j->op_id, j->env[idx].hash,
+		 j->refusal);
+	if (code == TX_BAD_SEQ || code == TX_TOO_LATE) {
+		/* what a re-send of a landed transaction answers: look, decide nothing */
+		j->want_account = true;
+		j->too_late |= code == TX_TOO_LATE;
+		j->env[idx].refused = true;
 		return;
 	}
-	worker_saw_close_time(j->w, r->u.send.latest_ledger_close_time);
+	if (o.action == OUTCOME_BUMP_FEE || o.action == OUTCOME_TRANSIENT ||
+	    o.action == OUTCOME_WAIT || o.action == OUTCOME_FUND) {
+		if (idx > 0 && o.action == OUTCOME_BUMP_FEE)
+			j->env[idx].refused = true; /* back to the previous envelope */
+		return;
+	}
+	j->env[idx].refused = true;
+	if (idx == 0)
+		j->refusal_final = o.action == OUTCOME_FINAL;
+}
+
+static void on_sent(struct rpc_result *r, void *arg)
+{
+	struct job *j = arg;
+	int idx = j->sending;
+
+	if (job_gone(j))
+		return;
+	CRASHPOINT("after_send");
+	if (r->status != RPC_OK) {
+		next_poll(j); /* it may or may not have arrived: follow */
+		return;
+	}
+	worker_saw_ledger(j->w, r->u.send.latest_ledger, r->u.send.latest_ledger_close_time);
 	if (!j->sent_ledger)
 		j->sent_ledger = r->u.send.latest_ledger;
 	if (r->u.send.status == RPC_SEND_ERROR) {
 		struct tx_result tr;
-		struct outbox_error err = OUTBOX_ERROR_INIT;
 		bool ok = r->u.send.error_result_xdr &&
-			  !tx_result_decode_b64(&tr, r->u.send.error_result_xdr, &err);
-		struct outcome o = classify_send(RPC_SEND_ERROR, ok ? &tr : NULL);
-		j->err_pending = true;
-		j->err_action = (int)o.action;
-		snprintf(j->err_code, sizeof(j->err_code), "%s", o.reason ? o.reason : "ERROR");
-		log_info("op %lld: send answered ERROR %s", (long long)j->op_id,
-			 o.reason ? o.reason : "?");
-		schedule(j, 0); /* check getTransaction before deciding anything */
+			  !tx_result_decode_b64(&tr, r->u.send.error_result_xdr, NULL);
+		refused(j, idx, ok ? &tr : NULL);
+		schedule(j, 0); /* look at once */
 		return;
 	}
-	j->poll_ms = 0;
 	next_poll(j);
 }
 
-/* ---- finalizing ---- */
-
-static void on_done(PGresult *res, void *arg)
+static void send(struct job *j)
 {
-	struct job *j = arg;
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	int64_t now = pgq_now_ms();
+	int idx = current(j);
 
-	if (job_gone(j))
-		return;
-	if (!pgq_ok(res)) {
-		leases_write_failed(j->w, j->vshard, res, "finalize");
-		return;
-	}
-	job_finish(j);
-}
-
-static const char *landed_hash(struct job *j, const struct rpc_get_tx *g)
-{
-	if (g->envelope_xdr)
-		for (int i = 0; i < j->n_live; i++)
-			if (j->live_b64[i] && !strcmp(j->live_b64[i], g->envelope_xdr))
-				return j->live_hash[i];
-	for (int i = 0; i < j->n_live; i++)
-		if (!strcmp(j->live_hash[i], g->tx_hash))
-			return j->live_hash[i];
-	return j->inner_hash;
-}
-
-static void confirm_with(struct job *j, const char *hash, uint32_t ledger, int64_t fee_charged)
-{
-	char id[24], led[16], fee[24];
-	const char *p[4] = {id, hash, led, fee};
-
-	j->signer->seq = j->seq; /* consumed */
-	j->signer->seq_valid = true;
-	CRASHPOINT("after_confirm_seen");
-	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
-	snprintf(led, sizeof(led), "%u", ledger);
-	snprintf(fee, sizeof(fee), "%lld", (long long)fee_charged);
-	stats_counter_add(j->w->stats, MET_OPS_CONFIRMED, 1);
-	if (job_sql(j,
-		    "SELECT outbox.op_confirm($1, $2::int, $3::bigint, $4::bigint, $5, $6::int, "
-		    "$7::bigint)",
-		    4, p, on_done))
-		leases_resync(j->w, j->vshard, "postgresql unavailable");
-}
-
-static void confirm(struct job *j, const struct rpc_get_tx *g)
-{
-	struct tx_result tr;
-
-	memset(&tr, 0, sizeof(tr));
-	if (g->result_xdr)
-		tx_result_decode_b64(&tr, g->result_xdr, NULL);
-	confirm_with(j, landed_hash(j, g), g->ledger, tr.fee_charged);
-}
-
-static void failed_on_chain(struct job *j, const struct rpc_get_tx *g)
-{
-	struct tx_result tr;
-	struct outcome o;
-	bool ok = g->result_xdr && !tx_result_decode_b64(&tr, g->result_xdr, NULL);
-
-	o = classify_get(RPC_TX_FAILED, ok ? &tr : NULL);
-	j->signer->seq = j->seq;
-	j->signer->seq_valid = true;
-	job_fail(j, "failed on chain", o.reason ? o.reason : "txFAILED", landed_hash(j, g));
-}
-
-/* attempt_decide, then continue with next(j). */
-struct decide_ctx {
-	void (*next)(struct job *j);
-};
-
-static void after_expired(struct job *j)
-{
-	job_retry_later(j, 0, "transaction expired unexecuted", false);
-}
-
-static void after_rejected_retry(struct job *j)
-{
-	job_retry_later(j, -1, "transaction rejected at submission", false);
-}
-
-static void after_rejected_final(struct job *j)
-{
-	job_fail(j, "rejected at submission", j->err_code[0] ? j->err_code : "ERROR", NULL);
-}
-
-static void after_bump_rejected(struct job *j)
-{
-	/* Back to the previous envelope; a later bump may bid again. */
-	free(j->live_b64[j->n_live - 1]);
-	j->live_b64[j->n_live - 1] = NULL;
-	j->n_live--;
-	j->cur_b64 = j->live_b64[j->n_live - 1];
-	j->last_bump_ms = pgq_now_ms();
-	next_poll(j);
-}
-
-static void on_decided(PGresult *res, void *arg)
-{
-	struct job *j = arg;
-	void (*next)(struct job *) = j->decide_next;
-
-	j->decide_next = NULL;
-	if (job_gone(j))
-		return;
-	if (!pgq_ok(res) || !next) {
-		leases_write_failed(j->w, j->vshard, res, "attempt_decide");
-		return;
-	}
-	next(j);
-}
-
-static void decide(struct job *j, const char *hash, const char *outcome, const char *code,
-		   void (*next)(struct job *))
-{
-	const char *p[3] = {hash, outcome, code};
-
-	j->decide_next = next;
-	if (job_sql(j, "SELECT outbox.attempt_decide($1, $2::int, $3::bigint, $4, $5, $6)", 3, p,
-		    on_decided))
-		leases_resync(j->w, j->vshard, "postgresql unavailable");
-}
-
-static void rejected(struct job *j)
-{
-	enum outcome_action a = (enum outcome_action)j->err_action;
-
-	j->err_pending = false;
-	if (a == OUTCOME_TRANSIENT || a == OUTCOME_WAIT || a == OUTCOME_PENDING) {
+	if (idx < 0) {
 		next_poll(j);
 		return;
 	}
-	if (j->n_live > 1 && !strcmp(j->cur_b64, j->live_b64[j->n_live - 1]) && j->bump_no > 0) {
-		decide(j, j->live_hash[j->n_live - 1], "REJECTED", j->err_code,
-		       after_bump_rejected);
+	j->last_sent_ms = now;
+	if (!j->first_sent_ms) {
+		j->first_sent_ms = now;
+		if (j->created_ms && !j->adopted && j->attempt_no == 1 && idx == 0)
+			stats_hist_observe(j->w->stats, MET_ENQUEUE_TO_SEND_MS,
+					   (uint64_t)((int64_t)shm_realtime_ms() - j->created_ms));
+	}
+	if (executor_send(j, j->env[idx].b64, on_sent, &err)) {
+		log_warn("op %lld: send: %s", (long long)j->op_id, err.msg);
+		next_poll(j);
 		return;
 	}
-	if (j->n_live > 1 && a != OUTCOME_REFETCH_SEQ) {
-		next_poll(j); /* a bump may still be queued: wait for expiry */
-		return;
-	}
-	if (a == OUTCOME_REFETCH_SEQ)
-		j->signer->seq_valid = false;
-	decide(j, j->inner_hash, "REJECTED", j->err_code,
-	       a == OUTCOME_FINAL ? after_rejected_final : after_rejected_retry);
+	stats_counter_add(j->w->stats, MET_SENDS, 1);
+	j->sending = idx;
+	j->busy = true;
+}
+
+void follow_start(struct job *j, bool send_now)
+{
+	j->st = J_FOLLOWING;
+	j->poll_ms = 0;
+	if (!j->last_acct_ms)
+		j->last_acct_ms = send_now ? pgq_now_ms() : 1;
+	if (send_now)
+		send(j);
+	else
+		schedule(j, 0);
 }
 
 /* ---- fee bumps ---- */
@@ -238,171 +180,347 @@ static void on_bump_recorded(PGresult *res, void *arg)
 	if (job_gone(j))
 		return;
 	if (!pgq_ok(res)) {
-		leases_write_failed(j->w, j->vshard, res, "attempt_record (bump)");
+		leases_write_failed(j->w, j->vshard, res, "attempt_record (fee bump)");
 		return;
 	}
-	j->n_live++;
-	j->cur_b64 = j->live_b64[j->n_live - 1];
+	j->env[j->n_env - 1].recorded = true;
 	j->last_bump_ms = pgq_now_ms();
 	j->sent_ledger = 0;
 	stats_counter_add(j->w->stats, MET_FEE_BUMPS, 1);
-	job_resend(j);
+	send(j);
 }
 
-static bool try_bump(struct job *j, uint32_t latest_ledger)
+/* The outer fee of the next bump; false when none may be sent now. */
+static bool bump_fee(struct job *j, int64_t *fee)
 {
-	struct worker *w = j->w;
-	const struct outbox_config *cfg = w->cfg;
+	const struct outbox_config *cfg = j->w->cfg;
 	struct outbox_error err = OUTBOX_ERROR_INIT;
+	int cur = current(j) < 0 ? 0 : current(j);
 	struct fee_bump_inner in = {
 		.fee = j->inner_fee, .resource_fee = j->resource_fee, .n_ops = 1};
-	struct fee_bump_queued q = {.incl = j->last_fee - j->resource_fee,
-				    .n_ops = j->n_live > 1 ? 2u : 1u};
-	bool queued = j->sent_ledger && latest_ledger < j->sent_ledger + WORKER_QUEUE_LEDGERS;
+	struct fee_bump_queued q = {.incl = j->env[cur].fee - j->resource_fee,
+				    .n_ops = cur > 0 ? 2u : 1u};
+	bool queued = j->sent_ledger && j->w->chain_ledger < j->sent_ledger + WORKER_QUEUE_LEDGERS;
 	int64_t min_fee, want, cap = cfg->max_abs_fee + j->resource_fee;
 	bool capped = false;
-	char *b64 = NULL;
 
-	/* bump_no counts every bump ever recorded for this inner tx (rejected ones
-	 * too), so a new one never reuses a number: (op, attempt, bump) is unique. */
-	if (j->bump_no >= cfg->fee_bump_max_attempts || j->n_live > WORKER_MAX_BUMPS)
-		return false;
 	if (txbuild_fee_bump_min_fee(&in, FEE_POLICY_MIN_FEE, queued ? &q : NULL, &min_fee, &err))
 		return false;
 	want = (int64_t)fee_for_step((uint64_t)(j->inner_fee - j->resource_fee) * 2,
-				     cfg->fee_bump_multiplier_milli, (uint32_t)j->n_live,
+				     cfg->fee_bump_multiplier_milli, (uint32_t)j->n_env,
 				     (uint64_t)cfg->max_abs_fee, &capped) +
 	       j->resource_fee;
 	if (want < min_fee)
 		want = min_fee;
 	if (want > cap) {
-		stats_counter_add(w->stats, MET_MAX_FEE_HIT, 1);
-		if (min_fee > cap) {
-			j->last_bump_ms = pgq_now_ms(); /* wait for the queue drop: milder rules */
-			return false;
-		}
+		stats_counter_add(j->w->stats, MET_MAX_FEE_HIT, 1);
+		if (min_fee > cap)
+			return false; /* wait for the queue to drop it: the milder rules apply */
 		want = cap;
 	}
-	if (txbuild_fee_bump(&j->tb, j->inner_b64, j->signer->id, want, FEE_POLICY_MIN_FEE, &err) ||
-	    signers_sign(w, j->signer, &j->tb, &err) || txbuild_to_b64(&j->tb, &b64)) {
-		log_warn("op %lld: fee bump: %s", (long long)j->op_id, err.msg);
-		j->last_bump_ms = pgq_now_ms();
-		return false;
-	}
-	int k = j->n_live;
-	sodium_bin2hex(j->live_hash[k], 65, j->tb.hash, 32);
-	j->live_b64[k] = b64;
-	j->last_fee = want;
-	j->bump_no++;
-	char id[24], an[16], bn[16], seq[24], mt[24], fee[24];
-	const char *p[10] = {id,  an, bn, j->live_hash[k], j->inner_hash, b64, j->signer->id,
-			     seq, mt, fee};
-	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
-	snprintf(an, sizeof(an), "%d", j->attempt_no);
-	snprintf(bn, sizeof(bn), "%d", j->bump_no);
-	snprintf(seq, sizeof(seq), "%lld", (long long)j->seq);
-	snprintf(mt, sizeof(mt), "%lld", (long long)j->max_time);
-	snprintf(fee, sizeof(fee), "%lld", (long long)want);
-	log_info("op %lld: fee bump %d, fee %lld", (long long)j->op_id, k, (long long)want);
-	if (job_sql(j,
-		    "SELECT outbox.attempt_record($1, $2::int, $3::bigint, $4::bigint, $5::int, "
-		    "$6::int, $7, $8, $9, $10, $11::bigint, $12::bigint, $13::bigint)",
-		    10, p, on_bump_recorded)) {
-		free(b64);
-		j->live_b64[k] = NULL;
-		leases_resync(w, j->vshard, "postgresql unavailable");
-	}
+	*fee = want;
 	return true;
 }
 
-/* ---- polling ---- */
+/*
+ * A fee bump wraps the same inner transaction (same sequence number, so at
+ * most one of them executes); its number is new even when earlier bumps were
+ * refused, so (op, attempt, bump) stays unique.
+ */
+static bool try_bump(struct job *j)
+{
+	struct worker *w = j->w;
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	char *b64 = NULL;
+	int64_t fee;
+	int k = j->n_env;
+
+	j->last_bump_ms = pgq_now_ms();
+	if (j->bump_high >= w->cfg->fee_bump_max_attempts || k > WORKER_MAX_BUMPS ||
+	    !bump_fee(j, &fee))
+		return false;
+	if (txbuild_fee_bump(&j->tb, j->env[0].b64, j->signer->id, fee, FEE_POLICY_MIN_FEE, &err) ||
+	    signers_sign(w, j->signer, &j->tb, &err) || txbuild_to_b64(&j->tb, &b64)) {
+		log_warn("op %lld: fee bump: %s", (long long)j->op_id, err.msg);
+		free(b64);
+		return false;
+	}
+	j->env[k] = (struct envelope){.b64 = b64, .fee = fee, .bump_no = ++j->bump_high};
+	sodium_bin2hex(j->env[k].hash, 65, j->tb.hash, 32);
+	j->n_env++; /* not sendable until its row commits (recorded) */
+
+	char id[24], an[16], bn[16], seq[24], mt[24], fs[24], ml[16], sa[16];
+	const char *p[12] = {id,
+			     an,
+			     bn,
+			     j->env[k].hash,
+			     j->inner_hash,
+			     b64,
+			     j->signer->id,
+			     seq,
+			     mt,
+			     fs,
+			     j->tx.max_ledger ? ml : NULL,
+			     j->tx.sent_after ? sa : NULL};
+	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
+	snprintf(an, sizeof(an), "%d", j->attempt_no);
+	snprintf(bn, sizeof(bn), "%d", j->env[k].bump_no);
+	snprintf(seq, sizeof(seq), "%lld", (long long)j->tx.seq);
+	snprintf(mt, sizeof(mt), "%lld", (long long)j->tx.max_time);
+	snprintf(fs, sizeof(fs), "%lld", (long long)fee);
+	snprintf(ml, sizeof(ml), "%u", j->tx.max_ledger);
+	snprintf(sa, sizeof(sa), "%u", j->tx.sent_after);
+	log_info("op %lld: fee bump %d, fee %lld", (long long)j->op_id, j->env[k].bump_no,
+		 (long long)fee);
+	if (job_sql(j,
+		    "SELECT outbox.attempt_record($1, $2::int, $3::bigint, $4::bigint, $5::int, "
+		    "$6::int, $7, $8, $9, $10, $11::bigint, $12::bigint, $13::bigint, $14::int, "
+		    "$15::int)",
+		    12, p, on_bump_recorded))
+		leases_resync(w, j->vshard, "postgresql unavailable");
+	return true;
+}
+
+/* ---- what the ledgers show ---- */
+
+static int env_index(const struct job *j, const char *hash)
+{
+	for (int i = 0; i < j->n_env; i++)
+		if (j->env[i].recorded && !strcmp(j->env[i].hash, hash))
+			return i;
+	return -1;
+}
+
+/*
+ * A getTransaction answer found `queried` in a ledger. The envelope it shows
+ * says which one landed; an RPC answer is hostile input, so its inner hash
+ * must be ours. A fee bump outboxd did not sign (anyone may wrap a signed
+ * transaction) is recorded against the inner attempt, its hash kept as
+ * `via`. False when the answer is not about our transaction.
+ */
+static bool note_landing(struct job *j, const struct rpc_get_tx *g, const char *queried)
+{
+	struct landing *l = &j->landed;
+	struct tx_result tr;
+	bool ok = g->result_xdr && !tx_result_decode_b64(&tr, g->result_xdr, NULL);
+
+	memset(l, 0, sizeof(*l));
+	snprintf(l->hash, sizeof(l->hash), "%s",
+		 env_index(j, queried) >= 0 ? queried : j->inner_hash);
+	if (g->envelope_xdr) {
+		struct xdr_envelope env;
+		uint8_t *raw = NULL, outer[32], inner[32];
+		size_t len;
+		char hex[65];
+		bool mine = !xdr_envelope_decode_b64(&env, g->envelope_xdr, strlen(g->envelope_xdr),
+						     &raw, &len, NULL) &&
+			    !xdr_envelope_inner_hash(&env, j->w->network_id, inner) &&
+			    !xdr_envelope_hash(&env, j->w->network_id, outer);
+		free(raw);
+		if (mine)
+			sodium_bin2hex(hex, sizeof(hex), inner, 32);
+		if (!mine || strcmp(hex, j->inner_hash)) {
+			log_err("op %lld: the RPC answered %.12s with an envelope that is not ours",
+				(long long)j->op_id, queried);
+			return false;
+		}
+		sodium_bin2hex(hex, sizeof(hex), outer, 32);
+		if (env_index(j, hex) >= 0)
+			memcpy(l->hash, hex, 65);
+		else
+			memcpy(l->via, hex, 65), memcpy(l->hash, j->inner_hash, 65);
+	}
+	l->ledger = g->ledger;
+	l->fee_charged = ok ? tr.fee_charged : 0;
+	l->success = g->status == RPC_TX_SUCCESS;
+	if (!l->success) {
+		struct outcome o = classify_get(RPC_TX_FAILED, ok ? &tr : NULL);
+		snprintf(l->code, sizeof(l->code), "%s", o.reason ? o.reason : "txFAILED");
+		l->retryable = o.action == OUTCOME_RESIMULATE || o.action == OUTCOME_RESTORE ||
+			       o.action == OUTCOME_REBUILD;
+	}
+	j->facts.found = true;
+	j->facts.found_success = l->success;
+	j->facts.found_ledger = l->ledger;
+	return true;
+}
 
 static void on_get(struct rpc_result *r, void *arg)
 {
 	struct job *j = arg;
-	int64_t now;
+	const struct rpc_get_tx *g = &r->u.get_tx;
+	char queried[65];
 
 	if (job_gone(j))
 		return;
 	if (r->status != RPC_OK) {
-		j->follow_errors++;
 		next_poll(j);
 		return;
 	}
-	const struct rpc_get_tx *g = &r->u.get_tx;
-	worker_saw_close_time(j->w, g->latest_ledger_close_time);
-	if (g->status == RPC_TX_SUCCESS) {
-		confirm(j, g);
+	worker_saw_ledger(j->w, g->latest_ledger, g->latest_ledger_close_time);
+	snprintf(queried, sizeof(queried), "%s",
+		 j->landed.need_result ? j->landed.hash
+		 : j->consumed         ? j->env[j->lookup_i].hash
+				       : j->inner_hash);
+	if (g->status != RPC_TX_NOT_FOUND) {
+		if (!note_landing(j, g, queried)) {
+			next_poll(j);
+			return;
+		}
+	} else if (j->consumed && !j->landed.need_result) {
+		/* a round: the ledgers every envelope was looked up in, together */
+		if (!j->lookup_i || g->oldest_ledger > j->round_oldest)
+			j->round_oldest = g->oldest_ledger;
+		if (!j->lookup_i || g->latest_ledger < j->round_latest)
+			j->round_latest = g->latest_ledger;
+		if (++j->lookup_i < j->n_env) {
+			schedule(j, 0);
+			return;
+		}
+		j->facts.have_nf = true;
+		j->facts.nf_oldest = j->round_oldest;
+		j->facts.nf_latest = j->round_latest;
+		j->lookup_i = 0;
+	}
+	decide(j);
+}
+
+static void on_account(struct rpc_result *r, void *arg)
+{
+	struct job *j = arg;
+	const struct rpc_account *a = &r->u.account;
+
+	if (job_gone(j))
+		return;
+	if (r->status != RPC_OK) {
+		next_poll(j);
 		return;
 	}
-	if (g->status == RPC_TX_FAILED) {
-		failed_on_chain(j, g);
-		return;
-	}
-	if (j->err_pending) {
-		rejected(j);
-		return;
-	}
-	/* NOT_FOUND. Expired for sure: a closed ledger is past max_time, and the
-	 * RPC remembers ledgers from before the tx could first have landed. */
-	if (g->latest_ledger_close_time > j->max_time && g->oldest_ledger_close_time >= 0 &&
-	    g->oldest_ledger_close_time <= j->max_time - WORKER_MIN_HORIZON_S) {
-		stats_counter_add(j->w->stats, MET_EXPIRED, 1);
-		log_info("op %lld: tx %.12s expired unexecuted", (long long)j->op_id,
-			 j->inner_hash);
-		decide(j, j->inner_hash, "EXPIRED", NULL, after_expired);
-		return;
-	}
-	now = pgq_now_ms();
+	stats_counter_add(j->w->stats, MET_ACCOUNT_READS, 1);
+	worker_saw_ledger(j->w, a->latest_ledger, 0);
+	j->last_acct_ms = pgq_now_ms();
+	j->want_account = false;
+	if (!fate_note_account(&j->facts, !a->found, a->seq_num, a->latest_ledger))
+		log_err("op %lld: the RPC's account reads contradict each other (sequence %lld at "
+			"ledger %u after %lld at %u): keeping the newest",
+			(long long)j->op_id, (long long)a->seq_num, a->latest_ledger,
+			(long long)j->facts.acct_seq, j->facts.acct_ledger);
+	decide(j);
+}
+
+/* ---- deciding ---- */
+
+static void hold(struct job *j, const struct fate_verdict *v)
+{
+	char detail[400];
+
+	snprintf(detail, sizeof(detail),
+		 "{\"why\": \"%s\", \"tx_hash\": \"%s\", \"source_sequence\": %lld, "
+		 "\"account_seq\": %lld, \"as_of_ledger\": %u, \"sent_after_ledger\": %u, "
+		 "\"lookups_oldest\": %u, \"lookups_latest\": %u, \"alarm\": %s}",
+		 fate_why_name(v->why), j->inner_hash, (long long)j->tx.seq,
+		 (long long)j->facts.acct_seq, j->facts.acct_ledger, j->tx.sent_after,
+		 j->facts.nf_oldest, j->facts.nf_latest, v->alarm ? "true" : "false");
+	job_hold(j,
+		 v->why == FATE_WHY_OUTSIDE_RETENTION ? "executed, outcome unknown"
+						      : fate_why_name(v->why),
+		 detail);
+}
+
+/* Nothing decided: keep the envelope in front of the network. */
+static void unknown(struct job *j)
+{
+	int64_t now = pgq_now_ms();
 	int64_t since = j->last_bump_ms > j->first_sent_ms ? j->last_bump_ms : j->first_sent_ms;
-	if (j->first_sent_ms && now - since > j->w->cfg->submitted_timeout_ms &&
-	    try_bump(j, g->latest_ledger))
+
+	if (can_send(j) && j->first_sent_ms && now - since > j->w->cfg->submitted_timeout_ms &&
+	    try_bump(j))
 		return;
-	if (now - j->last_sent_ms >= WORKER_RESEND_MS) {
-		job_resend(j);
+	if (can_send(j) && now - j->last_sent_ms >= WORKER_RESEND_MS) {
+		send(j);
 		return;
 	}
 	next_poll(j);
+}
+
+static void decide(struct job *j)
+{
+	struct fate_verdict v;
+
+	/* the first ledger known to have closed after max_time (close time max_time + 1 or later) */
+	fate_note_close(&j->facts, &j->tx, worker_first_ledger_after(j->w, j->tx.max_time),
+			j->tx.max_time + 1);
+	v = fate_decide(&j->tx, &j->facts);
+	if (v.alarm && !j->alarmed) {
+		j->alarmed = true;
+		stats_counter_add(j->w->stats, MET_SEQ_ALARMS, 1);
+		log_err("op %lld: signer %s's sequence number %lld is past this transaction's "
+			"%lld: "
+			"another party uses the account",
+			(long long)j->op_id, j->signer->id, (long long)j->facts.acct_seq,
+			(long long)j->tx.seq);
+	}
+	switch (v.fate) {
+	case FATE_LANDED:
+		if (j->landed.need_result) {
+			next_poll(j); /* a hint said FAILED: the result code comes from a lookup */
+			return;
+		}
+		job_settle(j, j->landed.success ? NULL : j->landed.code, j->landed.retryable);
+		return;
+	case FATE_CONSUMED:
+		if (!j->consumed) {
+			log_info("op %lld: tx %.12s consumed its sequence number: looking it up",
+				 (long long)j->op_id, j->inner_hash);
+			j->consumed = true;
+			j->lookup_i = 0;
+			schedule(j, 0);
+			return;
+		}
+		next_poll(j); /* the lookups lag the consuming ledger: another round */
+		return;
+	case FATE_HELD:
+		hold(j, &v);
+		return;
+	case FATE_DEAD:
+		job_expire(j, &v);
+		return;
+	case FATE_UNKNOWN:
+		break;
+	}
+	unknown(j);
+}
+
+static bool want_account(const struct job *j, int64_t now)
+{
+	uint32_t d = deadline(j);
+
+	return j->want_account || (d && j->w->chain_ledger >= d && j->facts.acct_ledger < d) ||
+	       now - j->last_acct_ms >= WORKER_ACCOUNT_MS;
 }
 
 void follow_poll(struct job *j)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct rpc_request req = {.method = RPC_GET_TRANSACTION, .hash = j->inner_hash};
+	rpc_done_fn cb = on_get;
 
-	if (j->hint_success) {
-		confirm_with(j, j->hint_hash, j->hint_ledger, j->hint_fee);
+	if (j->landed.hash[0] && !j->landed.need_result) {
+		decide(j); /* the ledger follower saw it land */
 		return;
 	}
-	if (rpc_call_start(j->w->rpc, &req, on_get, j, &err)) {
+	if (j->landed.need_result)
+		req.hash = j->landed.hash;
+	else if (j->consumed)
+		req.hash = j->env[j->lookup_i].hash;
+	else if (want_account(j, pgq_now_ms())) {
+		req = (struct rpc_request){.method = RPC_GET_ACCOUNT};
+		memcpy(req.account, j->signer->pub, 32);
+		cb = on_account;
+	}
+	if (rpc_call_start(j->w->rpc, &req, cb, j, &err)) {
 		next_poll(j);
 		return;
 	}
 	j->busy = true;
-}
-
-/*
- * The ledger follower (oracle/follower.h) saw tx_hash applied. A SUCCESS is
- * confirmed from the hint (the ledger is closed; the hash is one of this
- * job's live envelopes, so it is this op's one execution); a FAILED one is
- * polled at once for its result code.
- */
-void follow_hint(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux)
-{
-	for (struct job *j = w->jobs; j; j = j->next) {
-		if (j->abandoned)
-			continue;
-		for (int i = 0; i < j->n_live; i++) {
-			if (strcmp(j->live_hash[i], tx_hash))
-				continue;
-			if (SHM_HINT_AUX_STATUS(aux) == SHM_HINT_LANDED_SUCCESS && ledger) {
-				j->hint_success = true;
-				memcpy(j->hint_hash, j->live_hash[i], 65);
-				j->hint_ledger = ledger;
-				j->hint_fee = (int64_t)SHM_HINT_AUX_FEE(aux);
-			}
-			j->due_ms = 0;
-			return;
-		}
-	}
 }

@@ -159,10 +159,28 @@ void leases_resync(struct worker *w, int v, const char *why)
 	if (v < 0 || v >= w->nvshards)
 		return;
 	log_warn("vshard %d: resync (%s)", v, why);
+	stats_counter_add(w->stats, MET_RESYNCS, 1);
 	job_abandon_vshard(w, v);
 	w->leases[v].reconciled = false;
-	if (w->leases[v].epoch && w->pg_up && !w->leases[v].reconciling)
-		reconcile_start(w, v);
+	/* one in flight is now stale: its answer starts it again (reconcile.c) */
+	reconcile_start(w, v);
+}
+
+bool leases_arrays(const struct worker *w, char *vs, char *es, size_t cap)
+{
+	size_t a = 1, b = 1;
+
+	vs[0] = es[0] = '{';
+	for (int v = 0; v < w->nvshards; v++) {
+		if (!w->leases[v].epoch || a + 16 > cap || b + 24 > cap)
+			continue;
+		a += (size_t)snprintf(vs + a, cap - a, "%s%d", a > 1 ? "," : "", v);
+		b += (size_t)snprintf(es + b, cap - b, "%s%lld", b > 1 ? "," : "",
+				      (long long)w->leases[v].epoch);
+	}
+	snprintf(vs + a, cap - a, "}");
+	snprintf(es + b, cap - b, "}");
+	return a > 1;
 }
 
 void leases_write_failed(struct worker *w, int v, const PGresult *res, const char *what)

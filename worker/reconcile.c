@@ -1,16 +1,23 @@
 /*
  * reconcile.c - adopt a vshard's SUBMITTED ops before claiming anything.
  *
- * reconcile_list (fenced) returns the LIVE attempts of the vshard's SUBMITTED
- * ops and resets the lanes' reservations to what is SUBMITTED, so whatever a
- * predecessor (a crashed worker, a dead instance, or ourselves before a lost
- * connection) left behind is accounted for. Each op becomes a follow-only
- * job over its attempt rows: it re-sends the same envelopes and ends the op
- * exactly as follow.c does (confirm, fail, or prove expiry and hand the op
- * back to PENDING). Besides reconcile_list it reads, per op, the highest
- * bump number recorded (outbox.attempts, a plain read), so a later fee
- * bump never reuses one. Ops without a LIVE attempt (their predecessor died
- * between attempt_decide and op_retry_later) go back to PENDING at once.
+ * reconcile_list (fenced) returns the LIVE attempts of the vshard's
+ * SUBMITTED ops and resets the lanes' reservations to what is SUBMITTED, so
+ * whatever a predecessor (a crashed worker, a dead instance, or ourselves
+ * before a lost connection) left behind is accounted for. Each op becomes a
+ * follow-only job over its attempt rows (follow.c): it reads the signer's
+ * account first, re-sends the same envelopes while they can land, and ends
+ * the op exactly as a job that sent them would. The adopted job knows
+ * nothing of what the predecessor saw: every fact is learnt again from the
+ * RPC, which is why the fate rule uses only chain facts.
+ *
+ * Ops without a LIVE attempt (their predecessor died between attempt_decide
+ * and the op's final write) go back to PENDING at once: their transaction
+ * is proven dead.
+ *
+ * A reconcile whose vshard was abandoned while it ran (a resync, a claim
+ * that raced it) is discarded and started again, so that the lanes it
+ * resets are read after every claim that could have touched them.
  */
 #include "worker/worker.h"
 
@@ -28,7 +35,24 @@ struct rec_ctx {
 	uint32_t gen;
 };
 
-enum { C_OP, C_SIGNER, C_HASH, C_INNER, C_BUMP, C_ENV, C_SEQ, C_MAXT, C_FEE, C_ATT, C_MAXBUMP };
+enum {
+	C_OP,
+	C_SIGNER,
+	C_HASH,
+	C_INNER,
+	C_BUMP,
+	C_ENV,
+	C_SEQ,
+	C_MAXT,
+	C_FEE,
+	C_ATT,
+	C_MAXLEDGER,
+	C_SENTAFTER,
+	C_BASE,
+	C_KIND,
+	C_ATTEMPTS,
+	C_MAXBUMP
+};
 
 static struct job *job_for(struct worker *w, int v, int64_t op)
 {
@@ -51,59 +75,85 @@ static void inner_fees(struct job *j, const char *b64)
 	free(raw);
 }
 
-static void adopt_row(struct worker *w, int v, const PGresult *res, int r)
+static struct job *adopt_op(struct worker *w, int v, const PGresult *res, int r)
 {
-	int64_t op = strtoll(PQgetvalue(res, r, C_OP), NULL, 10);
-	struct job *j = job_for(w, v, op);
-	int bump = atoi(PQgetvalue(res, r, C_BUMP));
-	char *b64;
+	struct signer *s = signers_get(w, PQgetvalue(res, r, C_SIGNER));
+	struct job *j = s ? job_new(w, v) : NULL;
 
-	if (!j) {
-		struct signer *s = signers_get(w, PQgetvalue(res, r, C_SIGNER));
-		if (!s || !(j = job_new(w, v)))
-			return;
-		j->op_id = op;
-		j->signer = s;
-		s->seq_valid = false;
-		j->reconciled = true;
-		j->st = J_FOLLOW;
-		j->first_sent_ms = pgq_now_ms();
-		j->due_ms = 0;
-		if (inflight_try_acquire(w->ctx->seg, w->ctx->index,
-					 w->cfg->global_max_in_flight) == 0) {
-			j->holds_slot = true;
-			w->inflight++;
-		}
+	if (!j)
+		return NULL;
+	j->op_id = strtoll(PQgetvalue(res, r, C_OP), NULL, 10);
+	j->signer = s;
+	j->adopted = true;
+	j->attempt_no = -1; /* filled by the rows; -1 = no LIVE attempt */
+	j->attempts = atoi(PQgetvalue(res, r, C_ATTEMPTS));
+	j->attempts_base = atoi(PQgetvalue(res, r, C_BASE));
+	if (op_kind_parse(PQgetvalue(res, r, C_KIND), &j->kind))
+		j->kind = OP_KIND_COUNT;
+	s->seq_valid = false;
+	j->st = J_FOLLOWING;
+	if (inflight_try_acquire(w->ctx->seg, w->ctx->index, w->cfg->global_max_in_flight) == 0) {
+		j->holds_slot = true;
+		w->inflight++;
 	}
-	if (PQgetisnull(res, r, C_HASH)) {
-		j->n_live = -1; /* no live attempt: back to PENDING */
+	return j;
+}
+
+static uint32_t u32_or_0(const PGresult *res, int r, int c)
+{
+	return PQgetisnull(res, r, c) ? 0 : (uint32_t)strtoul(PQgetvalue(res, r, c), NULL, 10);
+}
+
+/* One LIVE attempt row (inner first, then its bumps) of the job's op. */
+static void adopt_row(struct job *j, const PGresult *res, int r)
+{
+	int bump = atoi(PQgetvalue(res, r, C_BUMP));
+	struct envelope *e;
+
+	if (j->n_env > WORKER_MAX_BUMPS || (bump == 0) != (j->n_env == 0))
+		return; /* checked after the rows: an adopted job without its inner is resynced */
+	e = &j->env[j->n_env];
+	*e = (struct envelope){.b64 = strdup(PQgetvalue(res, r, C_ENV)),
+			       .fee = strtoll(PQgetvalue(res, r, C_FEE), NULL, 10),
+			       .bump_no = bump,
+			       .recorded = true};
+	if (!e->b64)
 		return;
-	}
-	if (j->n_live < 0 || j->n_live > WORKER_MAX_BUMPS || bump > WORKER_MAX_BUMPS)
-		return;
-	b64 = strdup(PQgetvalue(res, r, C_ENV));
-	if (!b64)
-		return;
-	j->attempt_no = atoi(PQgetvalue(res, r, C_ATT));
-	j->attempts = j->attempt_no;
-	j->seq = strtoll(PQgetvalue(res, r, C_SEQ), NULL, 10);
-	j->max_time = strtoll(PQgetvalue(res, r, C_MAXT), NULL, 10);
-	snprintf(j->live_hash[j->n_live], 65, "%s", PQgetvalue(res, r, C_HASH));
-	j->live_b64[j->n_live] = b64;
+	snprintf(e->hash, sizeof(e->hash), "%s", PQgetvalue(res, r, C_HASH));
+	j->n_env++;
 	if (bump == 0) {
-		snprintf(j->inner_hash, 65, "%s", PQgetvalue(res, r, C_INNER));
-		j->inner_b64 = b64;
-		inner_fees(j, b64);
+		j->attempt_no = atoi(PQgetvalue(res, r, C_ATT));
+		j->attempts = j->attempt_no;
+		j->tx = (struct fate_tx){.seq = strtoll(PQgetvalue(res, r, C_SEQ), NULL, 10),
+					 .max_time = strtoll(PQgetvalue(res, r, C_MAXT), NULL, 10),
+					 .max_ledger = u32_or_0(res, r, C_MAXLEDGER),
+					 .sent_after = u32_or_0(res, r, C_SENTAFTER)};
+		snprintf(j->inner_hash, sizeof(j->inner_hash), "%s", PQgetvalue(res, r, C_INNER));
+		inner_fees(j, e->b64);
 	}
-	if (!j->cur_b64 || bump >= j->cur_bump) {
-		j->cur_bump = bump;
-		j->cur_b64 = b64;
-		j->last_fee = strtoll(PQgetvalue(res, r, C_FEE), NULL, 10);
+	/* every bump number ever used, refused ones included, so the next one is new */
+	j->bump_high = atoi(PQgetvalue(res, r, C_MAXBUMP));
+}
+
+/* Start following (or hand back) what was adopted. False: the rows were inconsistent. */
+static bool start_adopted(struct worker *w, int v)
+{
+	for (struct job *j = w->jobs, *next; j; j = next) {
+		next = j->next;
+		if (j->vshard != v || !j->adopted || j->busy || j->st != J_FOLLOWING ||
+		    j->first_sent_ms)
+			continue;
+		if (j->attempt_no < 0) {
+			j->attempt_no = j->attempts; /* its last attempt, proven dead, was a try */
+			job_retry(j, 0, "recovered without a live attempt", false);
+			continue;
+		}
+		if (!j->n_env || j->kind == OP_KIND_COUNT)
+			return false;
+		j->first_sent_ms = pgq_now_ms(); /* its bump timer starts now */
+		follow_start(j, false);
 	}
-	/* every bump number ever used, rejected ones included (a plain read of
-	 * outbox.attempts), so the next bump's number is new */
-	j->bump_no = atoi(PQgetvalue(res, r, C_MAXBUMP));
-	j->n_live++;
+	return true;
 }
 
 static void on_list(PGresult *res, void *arg)
@@ -111,13 +161,16 @@ static void on_list(PGresult *res, void *arg)
 	struct rec_ctx *c = arg;
 	struct worker *w = c->w;
 	int v = c->vshard, n;
+	bool stale = c->gen != w->leases[v].gen;
 
+	free(c);
 	w->leases[v].reconciling = false;
-	if (c->gen != w->leases[v].gen || !w->leases[v].epoch) {
-		free(c);
+	if (!w->leases[v].epoch)
+		return;
+	if (stale) {
+		reconcile_start(w, v);
 		return;
 	}
-	free(c);
 	if (!pgq_ok(res)) {
 		if (res && !strcmp(pgq_sqlstate(res), "OB403"))
 			leases_lost(w, v, "reconcile fenced out");
@@ -126,32 +179,34 @@ static void on_list(PGresult *res, void *arg)
 		return; /* not reconciled: retried by the next acquire round */
 	}
 	n = PQntuples(res);
-	for (int r = 0; r < n; r++)
-		adopt_row(w, v, res, r);
-	for (struct job *j = w->jobs, *next; j; j = next) {
-		next = j->next;
-		if (j->vshard != v || !j->reconciled || j->busy || j->st != J_FOLLOW)
+	for (int r = 0; r < n; r++) {
+		int64_t op = strtoll(PQgetvalue(res, r, C_OP), NULL, 10);
+		struct job *j = job_for(w, v, op);
+
+		if (!j && !(j = adopt_op(w, v, res, r)))
 			continue;
-		if (j->n_live < 0) {
-			j->n_live = 0;
-			job_retry_later(j, 0, "recovered without a live attempt", false);
-		} else if (j->n_live == 0 || !j->inner_b64) {
-			leases_resync(w, v, "reconcile: attempt rows without an inner tx");
-			return;
-		}
+		if (!PQgetisnull(res, r, C_HASH))
+			adopt_row(j, res, r);
+	}
+	if (!start_adopted(w, v)) {
+		leases_resync(w, v, "reconcile: attempt rows without an inner transaction");
+		return;
 	}
 	if (n)
-		log_info("vshard %d: reconciled, %d live attempt rows adopted", v, n);
+		log_info("vshard %d: reconciled, %d attempt rows adopted", v, n);
 	w->leases[v].reconciled = true;
 	worker_schedule_claim(w, 0);
 }
 
 void reconcile_start(struct worker *w, int v)
 {
-	struct rec_ctx *c = malloc(sizeof(*c));
+	struct rec_ctx *c;
 	char vs[16], es[24];
 	const char *p[3] = {w->owner, vs, es};
 
+	if (w->leases[v].reconciling || !w->leases[v].epoch || !w->pg_up)
+		return;
+	c = malloc(sizeof(*c));
 	if (!c)
 		return;
 	*c = (struct rec_ctx){w, v, w->leases[v].gen};
@@ -160,6 +215,7 @@ void reconcile_start(struct worker *w, int v)
 	if (pgq_send(worker_pg(w, v),
 		     "SELECT r.op_id, r.signer, r.tx_hash, r.inner_tx_hash, r.bump_no, "
 		     "r.envelope_xdr, r.source_sequence, r.max_time, r.fee, r.attempt_no, "
+		     "r.max_ledger, r.sent_after_ledger, r.attempts_base, r.kind, r.attempts, "
 		     "(SELECT max(x.bump_no) FROM outbox.attempts x WHERE x.op_id = r.op_id AND "
 		     "x.attempt_no = r.attempt_no) "
 		     "FROM outbox.reconcile_list($1, $2::int, $3::bigint) r ORDER BY r.op_id, "

@@ -1,28 +1,37 @@
 /*
- * worker.h - the dispatch engine's shared state (one worker process).
+ * worker.h - the dispatch engine (one worker process): its state and every
+ * function one of its files calls in another. worker/README.md tells the
+ * story; in short, an op travels one way:
  *
- * One thread, one epoll loop (worker_main.c) over: the supervisor's signals
- * and death pipe, the ring doorbell, the sweep timer, the PostgreSQL command
- * queue (pgq.h) and the RPC client. Every step of an op is asynchronous; a
- * job has at most one call outstanding (job->busy), so its state machine is
- * a plain sequence of callbacks.
+ *	worker_main.c  the epoll loop; hints from the rings (hints.c)
+ *	leases.c       vshard leases; reconcile.c adopts a vshard's SUBMITTED ops
+ *	claim.c        claims PENDING ops of our reconciled vshards -> jobs
+ *	build.c        fee policy, account, simulate, build, sign, write-ahead row
+ *	follow.c       send, re-send, fee-bump, follow and prove the fate
+ *	job.c          a job's life: fenced SQL, the final write, the end
+ *	pgq.c          PostgreSQL, group-committed
  *
- * Ownership: the worker holds leases on vshards (leases.c). A job belongs to
- * a vshard; when the lease is lost, or the outcome of a write to PostgreSQL
- * is unknown, every job of that vshard is abandoned (no further writes; its
- * outstanding callback frees it) and, if the lease is still ours, the vshard
- * is reconciled again from PostgreSQL (reconcile.c), which resets the lane
- * reservations. PostgreSQL is the truth; memory only caches.
+ * One thread, one epoll loop. Every step of a job is asynchronous and a job
+ * has at most one call outstanding (job->busy), so its life is a sequence of
+ * callbacks, each starting with job_gone().
  *
- * Exactly once: a job sends only envelopes whose attempt row committed
- * (attempt.c records before executors.c sends), re-sends only those same
- * envelopes or fee bumps of the same inner tx (follow.c), and leaves an op
- * for a new transaction only after its inner tx provably cannot land.
+ * Ownership: the worker holds leases on vshards. A job belongs to a vshard;
+ * when the lease is lost, or the outcome of a write to PostgreSQL is
+ * unknown, every job of the vshard is abandoned (no further writes; its
+ * outstanding callback frees it) and, if the lease is still ours, the
+ * vshard is reconciled again from PostgreSQL, which is the truth.
+ *
+ * Exactly once (common/fate.h is the rule): a job sends only envelopes whose
+ * attempt row committed (build.c records before follow.c sends), re-sends
+ * only those same envelopes or fee bumps of the same inner transaction, and
+ * lets an op have a new transaction only when common/fate.c decides its
+ * inner transaction DEAD from an account read after its last chance.
  */
 #ifndef OUTBOX_WORKER_WORKER_H
 #define OUTBOX_WORKER_WORKER_H
 
 #include "common/child.h"
+#include "common/fate.h"
 #include "common/fee_view.h"
 #include "common/keys.h"
 #include "common/priority.h"
@@ -41,13 +50,15 @@
 #define WORKER_FOREIGN_TRY_MS 3000 /* try expired leases of other owners this often */
 #define WORKER_FOLLOW_MIN_MS  150  /* first getTransaction after a send */
 #define WORKER_FOLLOW_MAX_MS  1000 /* polling interval grows to this */
-#define WORKER_RESEND_MS      2000 /* re-send the same envelope while NOT_FOUND */
+#define WORKER_RESEND_MS      2000 /* re-send the same envelope while its fate is unknown */
+#define WORKER_ACCOUNT_MS     5000 /* read the signer's account at least this often */
 #define WORKER_LANE_POLL_MS   5    /* NORMAL/LOW latency: claim poll while busy */
 #define WORKER_BUSY_MS        2000 /* busy: a claim found work this recently */
-#define WORKER_MIN_HORIZON_S  30   /* maxTime at least this far past the ledger close time */
-#define WORKER_QUEUE_LEDGERS  4    /* a queued tx is dropped after this many ledgers (4.7) */
+#define WORKER_MIN_HORIZON_S  30   /* maxTime at least this far past the chain's clock */
+#define WORKER_QUEUE_LEDGERS  4    /* the network drops a queued tx after this many ledgers */
 #define WORKER_MAX_BUMPS      16
 #define WORKER_OWNER_MAX      128
+#define WORKER_MARKS          64 /* recent (ledger, close time) pairs kept */
 /*
  * PostgreSQL connections per worker. Connection 0 is the control
  * connection: it LISTENs, claims, acquires and renews leases, so a claim
@@ -76,15 +87,23 @@ struct lease {
 	bool reconciled;
 	bool reconciling;
 	bool acquiring;
-	uint32_t gen; /* bumped when its jobs are abandoned: stale callbacks notice */
+	uint32_t gen;        /* bumped when its jobs are abandoned: stale callbacks notice */
+	uint32_t claim_gen;  /* gen when the claim in flight was sent */
+	bool claim_resynced; /* its answer already sent the vshard to a reconcile */
 };
 
 struct signer {
 	char id[57];
 	uint8_t pub[32];
 	long key;    /* index into worker.keys, -1 when we hold no key */
-	int64_t seq; /* last sequence number used on chain, when seq_valid */
+	int64_t seq; /* the account's sequence number, when seq_valid */
 	bool seq_valid;
+};
+
+/* "ledger `ledger` closed at `close` (unix s)": a chain fact from an RPC answer. */
+struct chain_mark {
+	uint32_t ledger;
+	int64_t close;
 };
 
 struct worker {
@@ -117,19 +136,47 @@ struct worker {
 	int64_t inflight; /* slots held in the global cap */
 	struct fee_view fees;
 	/*
-	 * The newest ledger close time any RPC answer reported (unix s): under
-	 * load the oracle's snapshot can lag, and with fast ledgers the chain's
-	 * clock runs ahead of ours (close times rise at least 1 s per ledger).
+	 * The chain's clock: the newest ledger any answer (or the oracle's
+	 * snapshot) reported and its close time, plus recent pairs. Under load
+	 * the snapshot can lag, and with fast ledgers the chain's clock runs
+	 * ahead of ours (close times rise at least 1 s per ledger).
 	 */
-	int64_t seen_close_time;
+	uint32_t chain_ledger;
+	int64_t chain_close;
+	struct chain_mark marks[WORKER_MARKS];
+	unsigned n_marks;
 	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (new ops), oracle (landed) */
 	bool ring_ok[SHM_N_PRODUCERS];
 };
 
 enum job_state {
-	J_NEW,    /* claimed, nothing done */
-	J_FOLLOW, /* an envelope is (or may be) out: follow it */
-	J_DONE,   /* finished; freed at the next reap */
+	J_CLAIMED,   /* claimed: nothing built yet */
+	J_BUILDING,  /* fee policy, account, simulate, build, sign */
+	J_RECORDING, /* the write-ahead attempt row is being committed */
+	J_FOLLOWING, /* an envelope is out, or may be: follow it until its fate is proven */
+	J_FINISHING, /* the op's final write is in flight; the job ends with it */
+};
+
+/* One envelope of the inner transaction followed: env[0] itself, then its fee bumps. */
+struct envelope {
+	char hash[65];
+	char *b64;
+	int64_t fee;
+	int bump_no;
+	bool recorded; /* its attempt row committed: it may be sent */
+	bool refused;  /* a node refused it for good: not sent again */
+};
+
+/* What a ledger showed for one of the job's envelopes. */
+struct landing {
+	char hash[65]; /* which of our envelopes (the inner one when `via` is set) */
+	char via[65];  /* an outer hash outboxd did not sign (a third party's fee bump), or "" */
+	uint32_t ledger;
+	int64_t fee_charged;
+	bool success;
+	bool need_result; /* a hint said FAILED: fetch the result code first */
+	char code[64];    /* the result code of a failure */
+	bool retryable;   /* a failure a new transaction may overcome (simulate again) */
 };
 
 struct job {
@@ -137,69 +184,65 @@ struct job {
 	struct worker *w;
 	int vshard;
 	uint32_t lease_gen;
-	bool abandoned, busy, holds_slot, reconciled; /* reconciled: adopted from attempt rows */
 	enum job_state st;
+	bool busy, abandoned, holds_slot;
+	bool adopted;   /* from reconcile: an attempt row, not a claim */
 	int64_t due_ms; /* next scheduled action (monotonic) */
 
+	/* The op. */
 	int64_t op_id;
 	struct signer *signer;
 	enum op_kind kind;
 	enum op_priority prio;
 	char key[440];
 	char account[64], amount[48];
-	int attempts, fee_bumps;
-	int64_t created_ms; /* realtime ms */
-	int64_t claimed_ms;
+	int attempts, attempts_base;
+	int64_t seq_high; /* highest sequence outboxd recorded for the signer, -1 none */
+	int64_t created_ms, claimed_ms;
 
-	/* The live inner transaction and its fee bumps. */
-	int attempt_no, bump_no; /* bump_no: bumps recorded so far for this inner tx */
-	int cur_bump;            /* reconcile: bump number of cur_b64 */
-	int64_t seq, max_time, inner_fee, resource_fee, last_fee;
+	/* The inner transaction followed, its envelopes, and what is known of its fate. */
+	int attempt_no;
+	struct fate_tx tx;
+	struct fate_facts facts;
 	char inner_hash[65];
-	char *inner_b64;
-	int n_live;
-	char live_hash[WORKER_MAX_BUMPS + 1][65];
-	char *live_b64[WORKER_MAX_BUMPS + 1];
-	char *cur_b64; /* what we (re)send: the latest of live_b64 */
-	int64_t first_sent_ms, last_sent_ms, last_bump_ms;
-	uint32_t sent_ledger;
-	int64_t poll_ms;
-	int follow_errors;
-	bool hint_success; /* the ledger follower saw one of our hashes succeed */
-	char hint_hash[65];
-	uint32_t hint_ledger;
-	int64_t hint_fee;
+	int64_t inner_fee, resource_fee;
+	struct envelope env[WORKER_MAX_BUMPS + 1];
+	int n_env;
+	int bump_high; /* highest bump number recorded (refused ones too): never reused */
+	struct landing landed;
+	int64_t first_sent_ms, last_sent_ms, last_bump_ms, last_acct_ms, poll_ms;
+	uint32_t sent_ledger; /* latest ledger at the first send: the queue's clock */
+	int sending;          /* the envelope whose sendTransaction is in flight */
+	bool want_account;    /* a re-send said txBAD_SEQ or txTOO_LATE: read the account now */
+	bool too_late;        /* a node said txTOO_LATE: nothing is sent any more */
+	bool consumed;        /* its sequence number is consumed: look every envelope up */
+	int lookup_i;         /* the lookup round's next envelope */
+	uint32_t round_oldest, round_latest;
+	char refusal[64]; /* the last refusal at submission, for the op's error if it is DEAD */
+	bool refusal_final;
+	bool alarmed;
 
-	/* A send answered ERROR: decided only after getTransaction says NOT_FOUND. */
-	bool err_pending;
-	int err_action; /* enum outcome_action */
-	char err_code[64];
-	void (*decide_next)(struct job *j); /* after attempt_decide commits */
-
-	/* For the attempt being built. */
+	/* The attempt being built. */
 	struct txbuild tb;
 	int64_t build_fee;
 	bool max_fee_hit;
 };
 
-/* worker_main.c */
+/* ---- worker_main.c ---- */
 void worker_schedule_claim(struct worker *w, int64_t in_ms);
-/* A close time from an RPC answer; one more than a day ahead of us is ignored. */
-static inline void worker_saw_close_time(struct worker *w, int64_t t)
-{
-	if (t > w->seen_close_time && t < (int64_t)(shm_realtime_ms() / 1000) + 86400)
-		w->seen_close_time = t;
-}
+int64_t worker_epoch(const struct worker *w, int vshard); /* 0 when not held */
+/* A chain fact from an RPC answer: ledger closed at close_time (unix s; <= 0 unknown). */
+void worker_saw_ledger(struct worker *w, uint32_t ledger, int64_t close_time);
+/* The lowest ledger known to have closed after t, 0 when none is known. */
+uint32_t worker_first_ledger_after(const struct worker *w, int64_t t);
 
 /* The connection for statements about vshard v's ops (see WORKER_PG_CONNS). */
 static inline struct pgq *worker_pg(struct worker *w, int vshard)
 {
 	return &w->pg[1 + (unsigned)vshard % (WORKER_PG_CONNS - 1)];
 }
-int64_t worker_epoch(const struct worker *w, int vshard); /* 0 when not held */
-void worker_fmt_i64(char *buf, size_t n, int64_t v);
 
-/* leases.c */
+/* ---- leases.c ---- */
 void leases_start(struct worker *w);
 void leases_tick(struct worker *w, int64_t now);
 void leases_lost(struct worker *w, int vshard, const char *why);
@@ -208,43 +251,68 @@ void leases_release_all(struct worker *w);
 void leases_resync(struct worker *w, int vshard, const char *why);
 /* Handle a failed fenced write: OB403 -> lost, else resync. */
 void leases_write_failed(struct worker *w, int vshard, const PGresult *res, const char *what);
+/* "{v,...}" and "{epoch,...}" of the leases held; false when none. */
+bool leases_arrays(const struct worker *w, char *vs, char *es, size_t cap);
 
-/* reconcile.c */
+/* ---- reconcile.c ---- */
 void reconcile_start(struct worker *w, int vshard);
 
-/* claim.c */
+/* ---- claim.c ---- */
 void claim_tick(struct worker *w);
 
-/* jobs (attempt.c) */
+/* ---- job.c: a job's life ---- */
 struct job *job_new(struct worker *w, int vshard);
-void job_finish(struct job *j); /* done: release slot, unlink, free */
 void job_abandon_vshard(struct worker *w, int vshard);
-void job_start(struct job *j); /* J_NEW: build and send an attempt */
-void jobs_tick(struct worker *w, int64_t now);
-/* The fenced SQL helpers used by attempt.c and follow.c. */
+/* First thing in every callback: the job is no longer busy; true = it is gone, stop. */
+bool job_gone(struct job *j);
+/* A fenced statement about the job's op (owner, vshard, epoch are $1..$3). */
 int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb);
-bool job_gone(struct job *j); /* abandoned: free if idle, true = stop */
-void job_retry_later(struct job *j, int64_t delay_ms, const char *error, bool count);
-void job_fail(struct job *j, const char *error, const char *code, const char *landed_hash);
+void jobs_tick(struct worker *w, int64_t now);
+/* The op's final writes; each ends the job when it commits. */
+void job_defer(struct job *j, int64_t delay_ms);
+/* Back to PENDING after delay_ms (< 0: backoff); FAILED when the retry budget is spent. */
+void job_retry(struct job *j, int64_t delay_ms, const char *error, bool count);
+void job_fail(struct job *j, const char *error, const char *code);
+/* One of its envelopes is in a ledger (j->landed), with result code `code` (NULL = success). */
+void job_settle(struct job *j, const char *code, bool retryable);
+void job_hold(struct job *j, const char *reason, const char *detail_json);
+/* Its inner transaction is proven dead: record the proof, then retry or fail the op. */
+void job_expire(struct job *j, const struct fate_verdict *v);
+/* The claim this job holds will not be used: give its lane reservation back. */
+void job_give_back(struct job *j);
+/* Nothing to write: the database already let the op go (cancelled or held under the claim). */
+void job_drop(struct job *j);
+/* Tries made with the current retry budget, this one included. */
+int job_tries(const struct job *j);
 
-/* follow.c */
+/* ---- build.c ---- */
+void build_start(struct job *j);
+
+/* ---- follow.c ---- */
+/* The attempt row committed (or was adopted): send and follow. */
+void follow_start(struct job *j, bool send_now);
 void follow_poll(struct job *j);
-void follow_hint(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux);
 
-/* signers.c */
+/* ---- hints.c ---- */
+void hints_read(struct worker *w);
+/* The ledger follower saw tx_hash of op op_id applied. */
+void hint_landed(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux,
+		 int64_t op_id);
+
+/* ---- signers.c ---- */
 int signers_load(struct worker *w, struct outbox_error *err);
 struct signer *signers_get(struct worker *w, const char *id);
 void signers_release(struct worker *w);
 /* Sign b with the signer's key (a keypair lives only for this call). */
 int signers_sign(struct worker *w, struct signer *s, struct txbuild *b, struct outbox_error *err);
 
-/* executors.c: the only caller of submit_raw_send. */
+/* ---- executors.c: the only caller of submit_raw_send ---- */
 int executor_build(struct job *j, const struct txbuild_source *src, const struct txbuild_sim *sim,
 		   struct outbox_error *err);
 int executor_send(struct job *j, const char *envelope_b64, rpc_done_fn cb,
 		  struct outbox_error *err);
 
-/* submit.c */
+/* ---- submit.c ---- */
 int submit_raw_send(struct rpc_client *c, const char *envelope_b64, rpc_done_fn cb, void *arg,
 		    struct outbox_error *err);
 

@@ -12,10 +12,14 @@
  * (attempt.c, follow.c).
  *
  * Wake-up: the worker LISTENs on outbox_wake on its connection 0 (the
- * CRITICAL-only NOTIFY of schema/0003_wakeup.sql). The gateway that would
- * relay NOTIFYs into the rings does not exist yet, so each worker listens
- * directly for now; NORMAL/LOW work is found by the sweep and by the lane
- * poll of a busy worker (claim.c).
+ * CRITICAL-only NOTIFY of schema/0003_wakeup.sql); NORMAL/LOW work is found
+ * by the sweep and by the lane poll of a busy worker (claim.c).
+ *
+ * The chain's clock: every RPC answer (and the oracle's snapshot) reports
+ * the newest ledger it knows and, mostly, its close time. Both are chain
+ * facts whichever node reported them; the worker keeps the newest ledger
+ * and the last WORKER_MARKS (ledger, close time) pairs, from which a job
+ * learns the first ledger known to have closed past its maxTime.
  *
  * Drain (SIGTERM, supervisor gone): stop claiming, abandon jobs (their ops
  * stay SUBMITTED or PENDING in PostgreSQL; the next owner reconciles them),
@@ -63,6 +67,37 @@ static int arm_timer(int fd, int64_t ms)
 	return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
+void worker_saw_ledger(struct worker *w, uint32_t ledger, int64_t close_time)
+{
+	int64_t now_s = (int64_t)(shm_realtime_ms() / 1000);
+
+	if (!ledger)
+		return;
+	if (ledger > w->chain_ledger)
+		w->chain_ledger = ledger;
+	/* a close time more than a day ahead of us is not believed */
+	if (close_time <= 0 || close_time > now_s + 86400)
+		return;
+	if (w->n_marks && ledger <= w->marks[w->n_marks - 1].ledger)
+		return;
+	if (w->n_marks && close_time <= w->marks[w->n_marks - 1].close)
+		return; /* close times strictly increase: an answer that says otherwise is wrong */
+	if (w->n_marks == WORKER_MARKS) {
+		memmove(w->marks, w->marks + 1, (WORKER_MARKS - 1) * sizeof(w->marks[0]));
+		w->n_marks--;
+	}
+	w->marks[w->n_marks++] = (struct chain_mark){ledger, close_time};
+	w->chain_close = close_time;
+}
+
+uint32_t worker_first_ledger_after(const struct worker *w, int64_t t)
+{
+	for (unsigned i = 0; i < w->n_marks; i++)
+		if (w->marks[i].close > t)
+			return w->marks[i].ledger;
+	return 0;
+}
+
 void worker_schedule_claim(struct worker *w, int64_t in_ms)
 {
 	int64_t at = pgq_now_ms() + in_ms;
@@ -96,6 +131,7 @@ static void read_fees(struct worker *w)
 	stats_gauge_set(w->stats, MET_FEE_AGGRESSIVE, (int64_t)w->fees.aggressive);
 	stats_gauge_set(w->stats, MET_FEE_CONGESTION, (int64_t)w->fees.congestion);
 	stats_gauge_set(w->stats, MET_INFLIGHT, w->inflight);
+	worker_saw_ledger(w, w->fees.latest_ledger, (int64_t)w->fees.close_time);
 }
 
 static void on_notify(const char *channel, const char *extra, void *arg)
@@ -153,30 +189,6 @@ static void on_connect(bool up, void *arg)
 	leases_start(w);
 }
 
-/* Drain the hint rings: new ops claim at once, landed hashes poll at once. */
-static void read_hints(struct worker *w)
-{
-	struct shm_hint h[32];
-	char hex[65];
-	unsigned n;
-
-	for (int pr = 0; pr < SHM_N_PRODUCERS; pr++) {
-		if (!w->ring_ok[pr])
-			continue;
-		while ((n = spsc_ring_pop_batch(&w->rings[pr], h, 32)) > 0) {
-			stats_counter_add(w->stats, MET_HINTS_RECEIVED, n);
-			for (unsigned i = 0; i < n; i++) {
-				if (h[i].type == SHM_HINT_NEW_OP) {
-					worker_schedule_claim(w, 0);
-				} else if (h[i].type == SHM_HINT_TX_LANDED) {
-					sodium_bin2hex(hex, sizeof(hex), h[i].tx_hash, 32);
-					follow_hint(w, hex, h[i].ledger, h[i].aux);
-				}
-			}
-		}
-	}
-}
-
 /* An event on one of the PostgreSQL connections (tags EV_PG + k); others are ignored. */
 static void pg_ready(struct worker *w, const struct epoll_event *ev)
 {
@@ -207,7 +219,7 @@ static void handle(struct worker *w, const struct epoll_event *ev)
 		break;
 	case EV_DOORBELL:
 		stats_counter_add(w->stats, MET_DOORBELL_WAKEUPS, 1);
-		read_hints(w);
+		hints_read(w);
 		break;
 	case EV_TIMER:
 		(void)!read(w->timer_fd, &n, sizeof(n));
@@ -353,7 +365,7 @@ int worker_main(struct child_ctx *ctx)
 		proc_slot_heartbeat(w.slot);
 		stats_counter_add(w.stats, MET_HEARTBEATS, 1);
 		stats_counter_add(w.stats, MET_LOOP_ITERATIONS, 1);
-		read_hints(&w);
+		hints_read(&w);
 		turn(&w);
 
 		doorbell_prepare(w.db);

@@ -290,7 +290,7 @@ enum shm_hint_type {
 struct shm_hint {
 	uint32_t type;       /* enum shm_hint_type */
 	uint32_t ledger;     /* ledger sequence for TX_LANDED, else 0 */
-	uint64_t op_id;      /* operation id for NEW_OP, else 0 */
+	uint64_t op_id;      /* the operation (NEW_OP; TX_LANDED: the hash's op) */
 	uint8_t tx_hash[32]; /* for TX_LANDED */
 	uint64_t aux;        /* producer-defined (e.g. priority) */
 	uint64_t reserved;   /* zero */

@@ -56,7 +56,12 @@
 	X(MET_OPS_DEFERRED, "outbox_ops_deferred_total", "LOW ops deferred under congestion") \
 	X(MET_FEE_BUMPS, "outbox_fee_bumps_total", "fee-bump envelopes recorded and sent") \
 	X(MET_MAX_FEE_HIT, "outbox_max_fee_hit_total", "fee bids capped, or bumps held back, by OUTBOX_MAX_ABS_FEE") \
-	X(MET_EXPIRED, "outbox_tx_expired_total", "transactions proven expired unexecuted")
+	X(MET_EXPIRED, "outbox_tx_expired_total", "transactions proven expired unexecuted") \
+	X(MET_OPS_HELD, "outbox_ops_held_total", "ops held for an operator: executed with an outcome no answer shows, or the signer used by someone else") \
+	X(MET_SEQ_ALARMS, "outbox_sequence_alarms_total", "signer sequence numbers seen past anything outboxd recorded") \
+	X(MET_LANDED_LATE, "outbox_landed_late_total", "landings of envelopes outboxd had decided could not land (alarm)") \
+	X(MET_RESYNCS, "outbox_vshard_resyncs_total", "vshards dropped and reconciled again after a write with an unknown or refused outcome") \
+	X(MET_ACCOUNT_READS, "outbox_account_reads_total", "signer account reads (getLedgerEntries)")
 
 #define SHM_GAUGES(X) \
 	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \

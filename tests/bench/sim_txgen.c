@@ -91,7 +91,10 @@ static char *one_tx(CURL *c, const char *base, const struct key *k, const char *
 		    const uint8_t net[32], size_t i)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	struct txbuild_source src = {k->g, 4294967297LL, 100, 0, (uint64_t)time(NULL) + 3600};
+	struct txbuild_source src = {.account = k->g,
+				     .seq_num = 4294967297LL,
+				     .fee = 100,
+				     .max_time = (uint64_t)time(NULL) + 3600};
 	struct txbuild_vault_call call = {vault, VAULT_DEPOSIT, k->g, "1000", NULL, 0};
 	struct txbuild b;
 	char idk[64], *b64 = NULL, *body = NULL, url[512];
