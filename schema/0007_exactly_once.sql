@@ -517,6 +517,10 @@ BEGIN
 	PERFORM outbox.fence(op_fail.owner, op_fail.vshard, op_fail.epoch);
 	PERFORM outbox.check_result_code(op_fail.result_code);
 	op := outbox.op_lock(op_fail.op_id, op_fail.vshard);
+	IF op.status = 'CANCELLED' THEN
+		PERFORM outbox.lane_settle(op.signer, 1); -- cancelled under the caller's claim
+		RETURN;
+	END IF;
 	IF op.status NOT IN ('PENDING', 'SUBMITTED') THEN
 		PERFORM outbox.refuse(op.id, 'op_fail', op.status);
 	END IF;
@@ -526,6 +530,68 @@ BEGIN
 	PERFORM outbox.event_add(op.id, 'FAILED', op.status, 'FAILED',
 		jsonb_strip_nulls(jsonb_build_object('error', left(op_fail.error, 2000),
 			'result_code', op_fail.result_code)));
+	PERFORM outbox.lane_settle(op.signer, 1);
+END
+$$;
+
+-- op_retry_later and op_defer of 0004, and op_fail below: a claimed op that
+-- an operator cancelled while the worker prepared it (admin_cancel takes
+-- PENDING ops only, so the caller's claim is what remains of it) is given
+-- back quietly: the lane reservation is released and nothing else changes.
+-- Any other status the caller did not expect is still refused (OB409).
+CREATE OR REPLACE FUNCTION outbox.op_retry_later(owner text, vshard integer, epoch bigint,
+	op_id bigint, delay_ms integer, error text, count_attempt boolean)
+RETURNS void LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+	op outbox.ops;
+BEGIN
+	PERFORM outbox.fence(op_retry_later.owner, op_retry_later.vshard, op_retry_later.epoch);
+	PERFORM outbox.check_delay(delay_ms);
+	op := outbox.op_lock(op_retry_later.op_id, op_retry_later.vshard);
+	IF op.status = 'CANCELLED' THEN
+		PERFORM outbox.lane_settle(op.signer, 1);
+		RETURN;
+	END IF;
+	IF op.status NOT IN ('PENDING', 'SUBMITTED') THEN
+		PERFORM outbox.refuse(op.id, 'op_retry_later', op.status);
+	END IF;
+	UPDATE outbox.ops o SET status = 'PENDING',
+		next_attempt_at = now() + make_interval(secs => delay_ms / 1000.0),
+		attempts = o.attempts + CASE WHEN count_attempt THEN 1 ELSE 0 END,
+		last_error = left(op_retry_later.error, 2000), claimed_epoch = NULL, updated_at = now()
+	WHERE o.id = op.id;
+	PERFORM outbox.event_add(op.id, 'RETRY_SCHEDULED', op.status, 'PENDING',
+		jsonb_strip_nulls(jsonb_build_object('delay_ms', delay_ms,
+			'error', left(op_retry_later.error, 2000),
+			'count_attempt', coalesce(count_attempt, false))));
+	PERFORM outbox.lane_settle(op.signer, 1);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION outbox.op_defer(owner text, vshard integer, epoch bigint, op_id bigint,
+	delay_ms integer)
+RETURNS void LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+	op outbox.ops;
+BEGIN
+	PERFORM outbox.fence(op_defer.owner, op_defer.vshard, op_defer.epoch);
+	PERFORM outbox.check_delay(delay_ms);
+	op := outbox.op_lock(op_defer.op_id, op_defer.vshard);
+	IF op.status = 'CANCELLED' THEN
+		PERFORM outbox.lane_settle(op.signer, 1);
+		RETURN;
+	END IF;
+	IF op.status <> 'PENDING' THEN
+		PERFORM outbox.refuse(op.id, 'op_defer', op.status);
+	END IF;
+	UPDATE outbox.ops o SET status = 'PENDING',
+		next_attempt_at = now() + make_interval(secs => delay_ms / 1000.0),
+		claimed_epoch = NULL, updated_at = now()
+	WHERE o.id = op.id;
+	PERFORM outbox.event_add(op.id, 'DEFERRED', 'PENDING', 'PENDING',
+		jsonb_build_object('delay_ms', delay_ms));
 	PERFORM outbox.lane_settle(op.signer, 1);
 END
 $$;
@@ -551,6 +617,10 @@ BEGIN
 		PERFORM outbox.invalid_input('detail', left(detail::text, 100), 'is not a JSON object');
 	END IF;
 	op := outbox.op_lock(op_hold.op_id, op_hold.vshard);
+	IF op.status = 'CANCELLED' THEN
+		PERFORM outbox.lane_settle(op.signer, 1); -- cancelled under the caller's claim
+		RETURN;
+	END IF;
 	IF op.status NOT IN ('PENDING', 'SUBMITTED') THEN
 		PERFORM outbox.refuse(op.id, 'op_hold', op.status);
 	END IF;

@@ -699,7 +699,8 @@ START_TEST(test_one_live_inner_and_guards)
 	status_is(c, op, "SUBMITTED");
 	/* A refusal at submission proves nothing: REJECTED is not a decision. */
 	fails(c, "OB422",
-	      "SELECT outbox.attempt_decide('" OWNER "', 0, %lld, '%064x', 'REJECTED', 'txBAD_SEQ')",
+	      "SELECT outbox.attempt_decide('" OWNER
+	      "', 0, %lld, '%064x', 'REJECTED', 'txBAD_SEQ')",
 	      e, 0xb1);
 	/* EXPIRED only with a proof that proves death. */
 	fails(c, "OB422",
@@ -722,8 +723,9 @@ START_TEST(test_one_live_inner_and_guards)
 	/* Proven expired: decide, then the op goes back to PENDING with backoff. */
 	expire(c, e, 0xb1, op, 1);
 	expire(c, e, 0xb1, op, 1); /* again: a no-op */
-	ok(c, "SELECT 1 FROM outbox.attempts WHERE tx_hash = '%064x' AND "
-	      "(proof->>'account_seq')::bigint = %lld",
+	ok(c,
+	   "SELECT 1 FROM outbox.attempts WHERE tx_hash = '%064x' AND "
+	   "(proof->>'account_seq')::bigint = %lld",
 	   0xb1, seq_of(op, 1) - 1);
 	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 60000, 'expired', false)",
 	   e, op);
@@ -1046,30 +1048,35 @@ START_TEST(test_triggers_refuse_what_must_never_happen)
 	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
 	record(c, e, op, 1, 0, 0x21, 0x21, 0);
 	for (size_t i = 0; i < sizeof(away) / sizeof(away[0]); i++)
-		fails(c, "OB409", "UPDATE outbox.ops SET status = '%s', confirmed_at = %s "
-				  "WHERE id = %lld",
+		fails(c, "OB409",
+		      "UPDATE outbox.ops SET status = '%s', confirmed_at = %s "
+		      "WHERE id = %lld",
 		      away[i], strcmp(away[i], "CONFIRMED") ? "NULL" : "now()", op);
 	status_is(c, op, "SUBMITTED");
 	/* decided once: EXPIRED may not become LIVE or SUPERSEDED; a ledger may overrule it */
 	expire(c, e, 0x21, op, 1);
-	fails(c, "OB409", "UPDATE outbox.attempts SET outcome = 'LIVE', decided_at = NULL "
-			  "WHERE tx_hash = '%064x'",
+	fails(c, "OB409",
+	      "UPDATE outbox.attempts SET outcome = 'LIVE', decided_at = NULL "
+	      "WHERE tx_hash = '%064x'",
 	      0x21);
-	fails(c, "OB409", "UPDATE outbox.attempts SET outcome = 'SUPERSEDED' WHERE tx_hash = '%064x'",
-	      0x21);
+	fails(c, "OB409",
+	      "UPDATE outbox.attempts SET outcome = 'SUPERSEDED' WHERE tx_hash = '%064x'", 0x21);
 	ok(c, "BEGIN");
 	ok(c, "UPDATE outbox.attempts SET outcome = 'CONFIRMED' WHERE tx_hash = '%064x'", 0x21);
 	ok(c, "ROLLBACK");
 	/* the vshard is the signer's (one vshard here: vshard 1 is nobody's) */
 	fails(c, "23514",
-	      "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id, business_record_id, "
+	      "INSERT INTO outbox.ops (idempotency_key, kind, priority, user_id, "
+	      "business_record_id, "
 	      "signer, vshard, payload) VALUES ('DEPOSIT:v:1', 'DEPOSIT', 1, 'v', '1', '%s', 1, "
 	      "'{}')",
 	      acc[0]);
 	/* a sequence number proven unused may be signed again (the same op here) */
-	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'expired', false)", e, op);
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'expired', false)", e,
+	   op);
 	ok(c,
-	   "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 2, 0, '%064x', '%064x', 'AAAA', "
+	   "SELECT outbox.attempt_record('" OWNER
+	   "', 0, %lld, %lld, 2, 0, '%064x', '%064x', 'AAAA', "
 	   "'%s', %lld, 2000000000, 100)",
 	   e, op, 0x22, 0x22, acc[0], seq_of(op, 1));
 	outcome_is(c, 0x22, "LIVE");
@@ -1201,6 +1208,277 @@ START_TEST(test_enqueue_lane_race)
 }
 END_TEST
 
+/* ---- landings, holds and their resolution (schema/0007) ---- */
+
+/* A landing the classifier calls retryable sends the op back for a new transaction. */
+START_TEST(test_landed_retryable_and_via)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long a = enq(c, "u1", "a", 0, "NORMAL");
+	long long b = enq(c, "u2", "b", 1, "NORMAL");
+	char st[80];
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 2);
+	record(c, e, a, 1, 0, 0x31, 0x31, 0);
+	ok(c,
+	   "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 5, 100, "
+	   "'INVOKE_HOST_FUNCTION_RESOURCE_LIMIT_EXCEEDED', 'failed on chain', 1000)",
+	   e, a, 0x31);
+	status_is(c, a, "PENDING");
+	outcome_is(c, 0x31, "FAILED");
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	ck_assert_int_eq(
+		num(c, "SELECT landed_ledger FROM outbox.attempts WHERE tx_hash = '%064x'", 0x31),
+		5);
+	/* settling again the same way is a no-op */
+	ok(c,
+	   "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 5, 100, "
+	   "'INVOKE_HOST_FUNCTION_RESOURCE_LIMIT_EXCEEDED', 'failed on chain', 1000)",
+	   e, a, 0x31);
+	events_are(
+		c, a,
+		"ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,RETRY_SCHEDULED:SUBMITTED>PENDING");
+	/* its sequence number was consumed: the next attempt may not reuse it */
+	ok(c, "UPDATE outbox.ops SET next_attempt_at = now() WHERE id = %lld", a);
+	fails(c, "OB409",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 2, 0, '%064x', '%064x', "
+	      "'AAAA', '%s', %lld, 2000000000, 100)",
+	      e, a, 0x32, 0x32, acc[0], seq_of(a, 1));
+	/* a fee bump outboxd did not sign landed: recorded against the inner attempt */
+	record(c, e, b, 1, 0, 0x33, 0x33, 1);
+	ok(c,
+	   "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 6, 300, NULL, NULL, NULL, "
+	   "repeat('f', 64))",
+	   e, b, 0x33);
+	status_is(c, b, "CONFIRMED");
+	text(c, st, sizeof(st),
+	     "SELECT body->>'via' FROM outbox.events WHERE op_id = %lld AND type = 'CONFIRMED'", b);
+	ck_assert_int_eq((int)strlen(st), 64);
+	fails(c, "OB422",
+	      "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 6, 300, 'bad\ncode', "
+	      "NULL, NULL)",
+	      e, a, 0x31);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * Held: consumed with no answer that can show the outcome. Its attempts are
+ * LANDED, its lane is free, an admin retry is refused (it ran), an operator
+ * resolves it; a later answer resolves it by itself.
+ */
+START_TEST(test_hold_and_resolve)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long a = enq(c, "u1", "a", 0, "CRITICAL");
+	long long b = enq(c, "u2", "b", 1, "CRITICAL");
+	char st[64];
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 2);
+	record(c, e, a, 1, 0, 0x41, 0x41, 0);
+	record(c, e, a, 1, 1, 0x42, 0x41, 0);
+	ok(c,
+	   "SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'executed, outcome unknown', "
+	   "'{\"account_seq\": 5, \"why\": \"outside retention\"}')",
+	   e, a);
+	status_is(c, a, "HELD");
+	outcome_is(c, 0x41, "LANDED");
+	outcome_is(c, 0x42, "LANDED");
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	text(c, st, sizeof(st), "SELECT hold_reason FROM outbox.ops WHERE id = %lld", a);
+	ck_assert_str_eq(st, "executed, outcome unknown");
+	fails(c, "OB409", "SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'again', NULL)", e, a);
+	fails(c, "OB409", "SELECT outbox.admin_retry(%lld, 'ops')", a);
+	fails(c, "OB409", "SELECT outbox.admin_cancel(%lld, 'ops')", a);
+	fails(c, "OB422", "SELECT outbox.admin_resolve(%lld, 'PENDING', 'ops', 'x')", a);
+	fails(c, "OB422", "SELECT outbox.admin_resolve(%lld, 'CONFIRMED', 'ops', '')", a);
+	text(c, st, sizeof(st),
+	     "SELECT outbox.admin_resolve(%lld, 'CONFIRMED', 'ops@example', "
+	     "'explorer: tx 41.. succeeded in ledger 9')",
+	     a);
+	ck_assert_str_eq(st, "CONFIRMED");
+	status_is(c, a, "CONFIRMED");
+	ck_assert_int_eq(
+		num(c,
+		    "SELECT count(*) FROM outbox.audit_log WHERE action = 'op.resolve' AND "
+		    "target = '%lld'",
+		    a),
+		1);
+	events_are(c, a,
+		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FEE_BUMPED:SUBMITTED>SUBMITTED,"
+		   "HELD:SUBMITTED>HELD,RESOLVED:HELD>CONFIRMED");
+	/* held for the same reason, then the follower sees the bump in a ledger: resolved */
+	record(c, e, b, 1, 0, 0x43, 0x43, 1);
+	ok(c,
+	   "SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'executed, outcome unknown', NULL)",
+	   e, b);
+	text(c, st, sizeof(st),
+	     "SELECT outbox.attempt_landed('" OWNER "', '{0}', '{%lld}', '%064x', 12, 200, NULL)",
+	     e, 0x43);
+	ck_assert_str_eq(st, "RESOLVED");
+	status_is(c, b, "CONFIRMED");
+	outcome_is(c, 0x43, "CONFIRMED");
+	text(c, st, sizeof(st),
+	     "SELECT outbox.attempt_landed('" OWNER "', '{0}', '{%lld}', '%064x', 12, 200, NULL)",
+	     e, 0x43);
+	ck_assert_str_eq(st, "SETTLED");
+	fails(c, "OB403",
+	      "SELECT outbox.attempt_landed('" OWNER "', '{1}', '{%lld}', '%064x', 12, 200, NULL)",
+	      e, 0x43);
+	fails(c, "OB404",
+	      "SELECT outbox.attempt_landed('" OWNER
+	      "', '{0}', '{%lld}', repeat('9', 64), 12, 200, "
+	      "NULL)",
+	      e);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * An envelope lands after it was decided dead, or beside the one that
+ * confirmed: the chain is the truth, the op is held (or stays CONFIRMED)
+ * and the alarm is recorded. While an attempt is LIVE, its job decides.
+ */
+START_TEST(test_late_landings_raise_the_alarm)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long a = enq(c, "u1", "a", 0, "NORMAL");
+	long long b = enq(c, "u2", "b", 1, "NORMAL");
+	char st[64];
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 2);
+	record(c, e, a, 1, 0, 0x51, 0x51, 0);
+	text(c, st, sizeof(st),
+	     "SELECT outbox.attempt_landed('" OWNER "', '{0}', '{%lld}', '%064x', 3, 100, NULL)", e,
+	     0x51);
+	ck_assert_str_eq(st, "LIVE");
+	outcome_is(c, 0x51, "LIVE");
+	/* decided dead, back to PENDING; then it lands after all */
+	expire(c, e, 0x51, a, 1);
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 60000, 'expired', false)",
+	   e, a);
+	text(c, st, sizeof(st),
+	     "SELECT outbox.attempt_landed('" OWNER "', '{0}', '{%lld}', '%064x', 4, 100, NULL)", e,
+	     0x51);
+	ck_assert_str_eq(st, "ALARM");
+	status_is(c, a, "HELD");
+	outcome_is(c, 0x51, "CONFIRMED");
+	ck_assert_int_eq(
+		num(c,
+		    "SELECT count(*) FROM outbox.events WHERE op_id = %lld AND type = 'HELD' "
+		    "AND body ? 'alarm'",
+		    a),
+		1);
+	/* a retry of it is refused: it ran */
+	fails(c, "OB409", "SELECT outbox.admin_retry(%lld, 'ops')", a);
+	/* the sibling of a confirmed envelope lands too: CONFIRMED stays, the alarm is recorded */
+	record(c, e, b, 1, 0, 0x52, 0x52, 1);
+	record(c, e, b, 1, 1, 0x53, 0x52, 1);
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 5, 100)", e, b, 0x53);
+	text(c, st, sizeof(st),
+	     "SELECT outbox.attempt_landed('" OWNER
+	     "', '{0}', '{%lld}', '%064x', 6, 100, 'txFAILED')",
+	     e, 0x52);
+	ck_assert_str_eq(st, "ALARM");
+	status_is(c, b, "CONFIRMED");
+	outcome_is(c, 0x52, "FAILED");
+	ck_assert_int_eq(num(c,
+			     "SELECT count(*) FROM outbox.events WHERE op_id = %lld AND "
+			     "type = 'LANDED_LATE' AND from_status IS NULL AND to_status IS NULL",
+			     b),
+			 1);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * The signer's sequence number moved past anything outboxd recorded: the op
+ * is held before anything is sent; an admin retry acknowledges that number
+ * (lanes.seq_floor), which the claim then reports as the highest recorded.
+ * The claim also reports the retry budget's base.
+ */
+START_TEST(test_sequence_alarm_acknowledged)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long a = enq(c, "u1", "a", 0, "CRITICAL");
+	PGresult *r;
+
+	r = q(c,
+	      "SELECT op_id, attempts_base, coalesce(seq_high, -1) FROM outbox.claim('" OWNER
+	      "', '{0}', '{%lld}', 1, 4)",
+	      e);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(atoll(PQgetvalue(r, 0, 2)), -1); /* nothing recorded yet */
+	PQclear(r);
+	record(c, e, a, 1, 0, 0x61, 0x61, 0);
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 5, 100)", e, a, 0x61);
+	long long b = enq(c, "u2", "b", 0, "CRITICAL");
+	r = q(c,
+	      "SELECT op_id, attempts_base, seq_high FROM outbox.claim('" OWNER
+	      "', '{0}', '{%lld}', 1, 4)",
+	      e);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(atoll(PQgetvalue(r, 0, 2)), seq_of(a, 1));
+	PQclear(r);
+	ok(c,
+	   "SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'sequence moved', "
+	   "'{\"account_seq\": %lld, \"recorded_high\": %lld}')",
+	   e, b, seq_of(a, 1) + 7, seq_of(a, 1));
+	status_is(c, b, "HELD");
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 0);
+	ok(c, "SELECT outbox.admin_retry(%lld, 'ops@example')", b);
+	ck_assert_int_eq(lane(c, 0, "seq_floor"), seq_of(a, 1) + 7);
+	r = q(c,
+	      "SELECT op_id, attempts_base, seq_high FROM outbox.claim('" OWNER
+	      "', '{0}', '{%lld}', 1, 4)",
+	      e);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(atoll(PQgetvalue(r, 0, 0)), b);
+	ck_assert_int_eq(atoll(PQgetvalue(r, 0, 2)), seq_of(a, 1) + 7);
+	PQclear(r);
+	events_are(c, b, "ENQUEUED:>PENDING,HELD:PENDING>HELD,ADMIN_RETRY:HELD>PENDING");
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * admin_cancel of an op a worker has claimed: whatever the worker writes
+ * next (attempt_record, op_defer, op_retry_later, op_fail, op_hold) gives the
+ * claim back quietly - no error, so no resync of the vshard.
+ */
+START_TEST(test_cancel_under_claim_gives_back)
+{
+	static const char *const writes[] = {
+		"SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, 1000)",
+		"SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'x', true)",
+		"SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'x', NULL)",
+		"SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'x', NULL)",
+	};
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+
+	for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		char rec[16];
+		long long op;
+
+		snprintf(rec, sizeof(rec), "c%zu", i);
+		op = enq(c, "u1", rec, 0, "NORMAL");
+		ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+		ck_assert_int_eq(lane(c, 0, "in_flight"), 1);
+		ok(c, "SELECT outbox.admin_cancel(%lld, 'ops')", op);
+		ok(c, writes[i], e, op);
+		status_is(c, op, "CANCELLED");
+		ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
+	}
+	PQfinish(c);
+}
+END_TEST
+
 /* ---- recovery ---- */
 
 START_TEST(test_reconcile_and_lookup)
@@ -1285,6 +1563,11 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_mirror_business_row);
 	tcase_add_test(t, test_enqueue_lane_race);
 	tcase_add_test(t, test_reconcile_and_lookup);
+	tcase_add_test(t, test_landed_retryable_and_via);
+	tcase_add_test(t, test_hold_and_resolve);
+	tcase_add_test(t, test_late_landings_raise_the_alarm);
+	tcase_add_test(t, test_sequence_alarm_acknowledged);
+	tcase_add_test(t, test_cancel_under_claim_gives_back);
 	suite_add_tcase(s, t);
 	return s;
 }
