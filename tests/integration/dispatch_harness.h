@@ -170,54 +170,85 @@ static inline int wait_terminal(struct fixture *f, unsigned timeout_ms)
 	return 0;
 }
 
-static inline json_t *executions(struct fixture *f)
+/* GET path from the sim as JSON (a new reference). */
+static inline json_t *sim_get(struct fixture *f, const char *path)
 {
 	char cmd[256];
 	FILE *p;
 	json_t *j;
 	json_error_t e;
 
-	snprintf(cmd, sizeof(cmd), "curl -fsS http://127.0.0.1:%d/debug/executions", f->h.sim_port);
+	snprintf(cmd, sizeof(cmd), "curl -fsS http://127.0.0.1:%d%s", f->h.sim_port, path);
 	p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	j = json_loadf(p, 0, &e);
 	pclose(p);
-	ck_assert_msg(j != NULL, "executions: %s", e.text);
+	ck_assert_msg(j != NULL, "%s: %s", path, e.text);
 	return j;
 }
 
-/* Every CONFIRMED op executed exactly once, no other op executed, <= 1 pending per account. */
-static inline void check_exactly_once(struct fixture *f)
+static inline json_t *executions(struct fixture *f)
+{
+	return sim_get(f, "/debug/executions");
+}
+
+/*
+ * From the outside: every op that ran executed exactly once - CONFIRMED ops,
+ * and HELD ones when held_ran (held because their transaction consumed its
+ * sequence number) - no other op executed, nothing else executed, and no
+ * account ever had two transactions pending at once.
+ */
+static inline void check_executions(struct fixture *f, bool held_ran)
 {
 	json_t *ex = executions(f), *by = json_object_get(ex, "by_ref"),
 	       *mp = json_object_get(ex, "max_pending_per_account"), *v;
 	PGresult *r = PQexec(f->c, "SELECT idempotency_key, status FROM outbox.ops");
 	const char *k;
-	int confirmed = 0;
+	int ran = 0;
 
 	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
 	for (int i = 0; i < PQntuples(r); i++) {
 		uint8_t ref[32];
 		char hex[65];
 		json_t *n;
+		const char *st = PQgetvalue(r, i, 1);
 
 		idempotency_op_ref(PQgetvalue(r, i, 0), ref);
 		sodium_bin2hex(hex, sizeof(hex), ref, 32);
 		n = json_object_get(by, hex);
-		if (!strcmp(PQgetvalue(r, i, 1), "CONFIRMED")) {
-			confirmed++;
-			ck_assert_msg(n && json_integer_value(n) == 1, "%s executed %lld times",
-				      PQgetvalue(r, i, 0), n ? json_integer_value(n) : 0);
+		if (!strcmp(st, "CONFIRMED") || (held_ran && !strcmp(st, "HELD"))) {
+			ran++;
+			ck_assert_msg(n && json_integer_value(n) == 1, "%s (%s) executed %lld times",
+				      PQgetvalue(r, i, 0), st, n ? json_integer_value(n) : 0);
 		} else {
 			ck_assert_msg(!n || json_integer_value(n) == 0, "%s (%s) executed",
-				      PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
+				      PQgetvalue(r, i, 0), st);
 		}
 	}
-	ck_assert_int_eq((int)json_object_size(by), confirmed);
+	ck_assert_int_eq((int)json_object_size(by), ran);
 	json_object_foreach(mp, k, v) ck_assert_msg(
 		json_integer_value(v) <= 1, "%s had %lld pending", k, json_integer_value(v));
 	PQclear(r);
 	json_decref(ex);
+}
+
+/* Every CONFIRMED op executed exactly once, no other op executed, <= 1 pending per account. */
+static inline void check_exactly_once(struct fixture *f)
+{
+	check_executions(f, false);
+}
+
+/* A counter summed over every process of the instance (outboxctl stats). */
+static inline long long counter_sum(struct fixture *f, const char *name)
+{
+	json_t *s = ph_ctl(&f->h, "stats", NULL), *row;
+	long long n = 0;
+	size_t i;
+
+	ck_assert_ptr_nonnull(s);
+	json_array_foreach(json_object_get(s, "processes"), i, row) n += ph_counter(row, name);
+	json_decref(s);
+	return n;
 }
 
 #endif

@@ -1,0 +1,223 @@
+/*
+ * check_exactly_once.c - the exactly-once rule (common/fate.h) end to end,
+ * in the situations where an RPC's silence or a re-send's refusal used to
+ * be taken for proof: outboxd + stellar-sim + PostgreSQL, each test ending
+ * with the executions-by-op_ref check (every op that ran executed exactly
+ * once, nothing else executed, at most one transaction pending per account).
+ *
+ *	outage beyond retention: the process group frozen (SIGSTOP) while its
+ *	    transactions land, more ledgers close than the RPC retains, then
+ *	    SIGCONT: the ops are HELD ("executed, outcome unknown"), never paid
+ *	    again; an operator resolves them and the signers carry on;
+ *	admin retry of an op that failed on chain: it runs once more, with
+ *	    attempt number 2, and the signer's later ops are not stuck;
+ *	cancel racing a claim: the claim is given back without a resync.
+ */
+/* (the build links by these includes; dispatch_harness.h needs them) */
+#include "common/idempotency.h"
+#include "common/stellar/sign.h"
+#include "common/stellar/strkey.h"
+#include "tests/integration/dispatch_harness.h"
+#include "tests/support/pgtest.h"
+#include "tests/support/check_main.h"
+
+static long long count(struct fixture *f, const char *sql)
+{
+	return pgtest_scalar(f->c, sql);
+}
+
+/* Wait until sql returns want (deadline timeout_ms); false on timeout. */
+static bool wait_for(struct fixture *f, const char *sql, long long want, unsigned timeout_ms)
+{
+	uint64_t end = ph_now_ms() + timeout_ms;
+
+	do {
+		if (count(f, sql) == want)
+			return true;
+		ph_sleep_ms(50);
+	} while (ph_now_ms() < end);
+	return false;
+}
+
+static long long sim_state_int(struct fixture *f, const char *key)
+{
+	json_t *st = sim_get(f, "/debug/state");
+	long long v = json_integer_value(json_object_get(st, key));
+
+	json_decref(st);
+	return v;
+}
+
+/* Close ledgers every 100 ms until no op is PENDING or SUBMITTED (manual-close sims). */
+static bool close_until_terminal(struct fixture *f, unsigned timeout_ms)
+{
+	uint64_t end = ph_now_ms() + timeout_ms;
+
+	do {
+		if (count(f, "SELECT count(*) FROM outbox.ops WHERE status IN "
+			     "('PENDING','SUBMITTED')") == 0)
+			return true;
+		ph_sim_post(&f->h, "/debug/close", "{\"ledgers\": 1}");
+		ph_sleep_ms(100);
+	} while (ph_now_ms() < end);
+	return false;
+}
+
+/*
+ * The outage of the bug report: ops SUBMITTED, the whole process group
+ * frozen while their transactions land, then more ledgers than the RPC
+ * retains. Afterwards no RPC answer shows the transactions (NOT_FOUND,
+ * outside retention) and a re-send answers txBAD_SEQ; the signers'
+ * sequence numbers show they ran. Before the fix half of them paid twice.
+ */
+START_TEST(test_outage_beyond_retention_holds_never_repays)
+{
+	struct fixture f;
+	char user[16], rec[16], sql[256];
+
+	memset(&f, 0, sizeof(f));
+	f.n_signers = 8;
+	start(&f,
+	      "--ledger-ms 3600000 --retention-ledgers 4 --vault-contract " PH_CONTRACT,
+	      NULL);
+	for (int i = 0; i < 8; i++) {
+		snprintf(user, sizeof(user), "u%d", i);
+		snprintf(rec, sizeof(rec), "d%d", i);
+		enqueue(&f, "DEPOSIT", user, rec, i, f.signer[(i + 1) % 8], "1000", NULL);
+	}
+	/* every envelope recorded and queued in the network */
+	ck_assert_msg(wait_for(&f, "SELECT count(*) FROM outbox.attempts", 8, 60000),
+		      "attempts: %lld", count(&f, "SELECT count(*) FROM outbox.attempts"));
+	uint64_t end = ph_now_ms() + 30000;
+	while (sim_state_int(&f, "queue_size") < 8 && ph_now_ms() < end)
+		ph_sleep_ms(50);
+	ck_assert_int_eq(sim_state_int(&f, "queue_size"), 8);
+
+	ck_assert_int_eq(kill(-f.h.sup_pid, SIGSTOP), 0);
+	ph_sim_post(&f.h, "/debug/close", "{\"ledgers\": 1}"); /* they land */
+	ph_sim_post(&f.h, "/debug/close", "{\"ledgers\": 10}"); /* and fall out of retention */
+	ck_assert_int_eq(kill(-f.h.sup_pid, SIGCONT), 0);
+
+	ck_assert_msg(wait_for(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'HELD'", 8, 60000),
+		      "held: %lld",
+		      count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'HELD'"));
+	check_executions(&f, true);
+	/* never a second transaction, held for the right reason, every envelope LANDED */
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.attempts WHERE bump_no = 0"), 8);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE hold_reason = "
+				   "'executed, outcome unknown'"),
+			 8);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.attempts WHERE outcome <> 'LANDED'"),
+			 0);
+	ck_assert_int_eq(counter_sum(&f, "outbox_ops_held_total"), 8);
+	/* stays held: nothing more is sent for them */
+	long long sends = counter_sum(&f, "outbox_sends_total");
+	ph_sleep_ms(2500);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'HELD'"), 8);
+	ck_assert_int_eq(counter_sum(&f, "outbox_sends_total"), sends);
+
+	/* an operator checks the chain and resolves them; the signers carry on */
+	for (int i = 0; i < 8; i++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT outbox.admin_resolve(id, 'CONFIRMED', 'ops@example', 'ledger "
+			 "explorer') FROM outbox.ops WHERE idempotency_key = 'DEPOSIT:u%d:d%d'",
+			 i, i);
+		pgtest_exec(f.c, sql);
+	}
+	for (int i = 0; i < 8; i++) {
+		snprintf(user, sizeof(user), "u%d", i);
+		snprintf(rec, sizeof(rec), "e%d", i);
+		enqueue(&f, "DEPOSIT", user, rec, i, f.signer[(i + 1) % 8], "1000", NULL);
+	}
+	ck_assert_msg(close_until_terminal(&f, 60000), "ops still open after the outage");
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 16);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
+ * A withdrawal fails on chain (the user has no balance), the customer's
+ * deposit confirms, an operator retries the withdrawal: it runs once more
+ * with attempt number 2 (the retry budget restarts, attempt numbers do
+ * not), and three later deposits of the same signer confirm. Before the fix
+ * the retry reused attempt number 1 and wedged the signer.
+ */
+START_TEST(test_admin_retry_after_failure_on_chain)
+{
+	struct fixture f;
+	char poor[57], rec[16];
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	pgtest_account(91, poor);
+	enqueue(&f, "WITHDRAW", "cust", "wd-1", 0, poor, "5000", NULL);
+	ck_assert(wait_terminal(&f, 30000));
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'FAILED'"), 1);
+	enqueue(&f, "DEPOSIT", "cust", "dep-1", 0, poor, "7000", NULL);
+	ck_assert(wait_terminal(&f, 30000));
+	pgtest_exec(f.c, "SELECT outbox.admin_retry(id, 'ops@example') FROM outbox.ops "
+			 "WHERE kind = 'WITHDRAW'");
+	for (int i = 0; i < 3; i++) {
+		snprintf(rec, sizeof(rec), "dep-%d", i + 2);
+		enqueue(&f, "DEPOSIT", "cust", rec, 0, poor, "10", NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 60000), "ops still open after the admin retry");
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 5);
+	ck_assert_int_eq(count(&f, "SELECT a.attempt_no FROM outbox.attempts a JOIN outbox.ops o ON "
+				   "o.id = a.op_id WHERE o.kind = 'WITHDRAW' AND a.outcome = "
+				   "'CONFIRMED'"),
+			 2);
+	ck_assert_int_eq(counter_sum(&f, "outbox_vshard_resyncs_total"), 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
+ * An operator cancels an op while a worker is preparing it (simulation
+ * delayed): the worker's next write learns it and the claim goes back in the
+ * same statement; no vshard is resynced and the signer's next op runs.
+ */
+START_TEST(test_cancel_racing_a_claim)
+{
+	struct fixture f;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"method\": \"simulateTransaction\", \"delay_ms\": 1500}");
+	enqueue(&f, "DEPOSIT", "u", "c1", 0, f.signer[1], "10", "CRITICAL");
+	char sql[256];
+	snprintf(sql, sizeof(sql), "SELECT in_flight FROM outbox.lanes WHERE signer = '%s'",
+		 f.signer[0]);
+	ck_assert_msg(wait_for(&f, sql, 1, 30000), "never claimed");
+	pgtest_exec(f.c, "SELECT outbox.admin_cancel(id, 'ops@example') FROM outbox.ops");
+	ck_assert_msg(wait_for(&f, sql, 0, 30000), "the claim was never given back");
+	ph_sim_post(&f.h, "/debug/faults", "{}");
+	enqueue(&f, "DEPOSIT", "u", "c2", 0, f.signer[1], "10", "CRITICAL");
+	ck_assert(wait_terminal(&f, 30000));
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CANCELLED'"), 1);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 1);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.attempts a JOIN outbox.ops o ON "
+				   "o.id = a.op_id WHERE o.status = 'CANCELLED'"),
+			 0);
+	ck_assert_int_eq(counter_sum(&f, "outbox_vshard_resyncs_total"), 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+static Suite *exactly_once_suite(void)
+{
+	Suite *s = suite_create("exactly_once");
+
+	dh_add_case(s, "outage_beyond_retention", test_outage_beyond_retention_holds_never_repays,
+		    180);
+	dh_add_case(s, "admin_retry_after_failure", test_admin_retry_after_failure_on_chain, 120);
+	dh_add_case(s, "cancel_racing_claim", test_cancel_racing_a_claim, 120);
+	return s;
+}
+
+OUTBOX_CHECK_MAIN(exactly_once_suite)
