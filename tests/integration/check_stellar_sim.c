@@ -4,9 +4,10 @@
  * over HTTP with transactions built and signed by common/stellar (txbuild,
  * sign), closes ledgers on demand (POST /debug/close; the ledger clock is
  * set to an hour so nothing closes behind a test's back) and checks the
- * answers against stellar-protocol.md: statuses, result codes read out of
- * the result XDR, queue rules, surge pricing, fee stats, the vault model and
- * every fault knob. The SDK-built transaction case lives in tests/sim/.
+ * answers against stellar-rpc's and stellar-core's rules: statuses, result
+ * codes read out of the result XDR, queue rules, surge pricing, fee stats,
+ * the vault model, every fault knob and the ingest-lag read views. The
+ * SDK-built transaction and rpc.Server cases live in tests/sim/.
  */
 #include "common/stellar/rpc.h"
 #include "common/stellar/sign.h"
@@ -1625,7 +1626,10 @@ START_TEST(test_debug_accounts_and_vault_flag)
 			      "{\"accounts\":[{\"id\":"
 			      "\"GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH\","
 			      "\"seq\":\"1234567890122\",\"balance\":\"10000000000\"}]}"));
-	/* the example of stellar-protocol.md 1.5, byte for byte */
+	/*
+	 * a hand-checked account entry (GAXDYN..., 1000 XLM, seqNum
+	 * 1234567890122), byte for byte
+	 */
 	{
 		json_t *r = rpc("getLedgerEntries",
 				"{\"keys\":["

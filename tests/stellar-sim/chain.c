@@ -212,15 +212,21 @@ int holes_push(struct sim_tx *tx)
 	return 0;
 }
 
-/* The four TransactionMeta answers, encoded once. */
+/* The four TransactionMeta answers, encoded once and shared. */
 static int init_tx_meta(void)
 {
 	int soroban, success;
 
-	for (soroban = 0; soroban < 2; soroban++)
-		for (success = 0; success < 2; success++)
-			if (!(g_chain.tx_meta[soroban][success] = enc_tx_meta(soroban, success)))
+	for (soroban = 0; soroban < 2; soroban++) {
+		for (success = 0; success < 2; success++) {
+			char *b64 = enc_tx_meta(soroban, success);
+
+			g_chain.tx_meta[soroban][success] = b64 ? json_string_nocheck(b64) : NULL;
+			free(b64);
+			if (!g_chain.tx_meta[soroban][success])
 				return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
@@ -329,14 +335,35 @@ json_t *chain_health(unsigned lag)
 	return o;
 }
 
-/* The view's ledger facts are copied under the lock; the XDR is built after. */
+/* headerXdr and metadataXdr of a ledger, as two JSON strings; 0 or -ENOMEM. */
+static int make_ledger_xdr(const struct enc_ledger *e, json_t **hdr, json_t **meta)
+{
+	char *h, *m;
+
+	if (enc_latest_ledger(e, &h, &m) < 0)
+		return -ENOMEM;
+	*hdr = json_string_nocheck(h);
+	*meta = json_string_nocheck(m);
+	free(h);
+	free(m);
+	if (*hdr && *meta)
+		return 0;
+	json_decref(*hdr);
+	json_decref(*meta);
+	return -ENOMEM;
+}
+
+/*
+ * The view ledger's XDR is encoded outside the lock on the first request for
+ * that ledger, then kept in its slot: every later answer shares it.
+ */
 json_t *chain_latest_ledger(unsigned lag)
 {
 	struct enc_ledger e = {.base_fee = g_chain.cfg.base_fee,
 			       .max_tx_set_size = g_chain.cfg.ledger_capacity};
+	json_t *o, *hdr, *meta;
 	struct ledger *l, *prev;
-	char hex[65], *hdr, *meta;
-	json_t *o;
+	char hex[65];
 
 	pthread_mutex_lock(&g_chain.lock);
 	l = chain_ledger(chain_view_ledger(lag));
@@ -346,19 +373,28 @@ json_t *chain_latest_ledger(unsigned lag)
 	memcpy(e.hash, l->hash, 32);
 	if (prev)
 		memcpy(e.prev_hash, prev->hash, 32);
+	hdr = json_incref(l->header_json);
+	meta = json_incref(l->meta_json);
 	pthread_mutex_unlock(&g_chain.lock);
-	if (enc_latest_ledger(&e, &hdr, &meta) < 0)
-		return NULL;
+	if (!hdr) {
+		if (make_ledger_xdr(&e, &hdr, &meta) < 0)
+			return NULL;
+		pthread_mutex_lock(&g_chain.lock);
+		l = chain_ledger(e.seq); /* NULL if it left the ring meanwhile */
+		if (l && !l->header_json) {
+			l->header_json = json_incref(hdr);
+			l->meta_json = json_incref(meta);
+		}
+		pthread_mutex_unlock(&g_chain.lock);
+	}
 	sim_hex(e.hash, 32, hex);
 	o = json_object();
-	json_object_set_new(o, "id", json_string(hex));
+	json_object_set_new(o, "id", json_string_nocheck(hex));
 	json_object_set_new(o, "protocolVersion", json_integer(SIM_PROTOCOL_VERSION));
 	json_object_set_new(o, "sequence", json_integer(e.seq));
 	json_object_set_new(o, "closeTime", str_u64(e.close_time));
-	json_object_set_new(o, "headerXdr", json_string(hdr));
-	json_object_set_new(o, "metadataXdr", json_string(meta));
-	free(hdr);
-	free(meta);
+	json_object_set_new(o, "headerXdr", hdr);
+	json_object_set_new(o, "metadataXdr", meta);
 	return o;
 }
 
@@ -373,8 +409,7 @@ static void put_record(json_t *o, const struct txrec *r, bool created_at_string)
 	json_object_set_new(o, "feeBump", json_boolean(r->fee_bump));
 	json_object_set_new(o, "envelopeXdr", json_string(r->envelope_b64));
 	json_object_set_new(o, "resultXdr", json_string(r->result_b64));
-	json_object_set_new(o, "resultMetaXdr",
-			    json_string(g_chain.tx_meta[r->soroban][r->success]));
+	json_object_set(o, "resultMetaXdr", g_chain.tx_meta[r->soroban][r->success]);
 }
 
 /* The applied tx with this full (or, for a bump, inner) hash, if stored. */

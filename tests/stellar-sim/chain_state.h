@@ -51,6 +51,12 @@ struct ledger {
 	uint32_t n_classic;
 	int64_t *fees_soroban; /* inclusion fee charged per tx */
 	uint32_t n_soroban;
+	/*
+	 * getLatestLedger's headerXdr and metadataXdr of this ledger, made on
+	 * the first request for it and shared (immutable strings, atomic
+	 * reference counts) by every answer after; NULL until then.
+	 */
+	json_t *header_json, *meta_json;
 };
 
 struct chain {
@@ -73,7 +79,7 @@ struct chain {
 	size_t ring_size;
 	uint32_t genesis, latest;
 	unsigned bg_load, bg_level;
-	char *tx_meta[2][2]; /* TransactionMeta of an applied tx, by [soroban][success] */
+	json_t *tx_meta[2][2]; /* TransactionMeta of an applied tx, by [soroban][success] */
 };
 
 extern struct chain g_chain;

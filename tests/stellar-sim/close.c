@@ -65,6 +65,8 @@ static void free_ledger_slot(struct ledger *l)
 	free(l->txs);
 	free(l->fees_classic);
 	free(l->fees_soroban);
+	json_decref(l->header_json); /* answers still holding it keep their copy */
+	json_decref(l->meta_json);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -166,19 +168,24 @@ static int32_t run_op(const struct sim_tx *tx, struct op_outcome *op)
 
 /*
  * Record, for getLedgerEntries under ingest lag, the state every account the
- * tx changed has at the end of ledger seq (later txs of the ledger overwrite).
+ * tx changed has at the end of ledger seq (later txs of the ledger overwrite):
+ * the fee payer and the sequence account always, the payment's destination
+ * or the vault call's user only when the operation succeeded (a failed one
+ * changed nothing there, and lastModifiedLedgerSeq must not move).
  */
-static void note_touched(const struct sim_tx *tx, struct account *payer, struct account *src,
-			 uint32_t seq)
+static void note_touched(const struct sim_tx *tx, const struct op_outcome *op,
+			 struct account *payer, struct account *src, uint32_t seq)
 {
 	struct account *other = NULL;
 
 	acct_note(payer, seq);
 	acct_note(src, seq);
+	if (op->code != 0)
+		return;
 	if (tx->kind == SIM_OP_PAYMENT)
 		other = chain_account_get(tx->pay_dest, false);
-	else if (tx->kind == SIM_OP_VAULT)
-		other = chain_account_get(tx->call.user, false); /* a deposit's user */
+	else if (tx->kind == SIM_OP_VAULT && tx->call.fn != SIM_VAULT_REBALANCE)
+		other = chain_account_get(tx->call.user, false);
 	if (other)
 		acct_note(other, seq);
 }
@@ -198,7 +205,7 @@ static struct txrec *apply(struct sim_tx *tx, int64_t incl_charged, uint32_t seq
 	payer->balance -= charged;
 	src->seq = tx->seq;
 	run_op(tx, &op);
-	note_touched(tx, payer, src, seq);
+	note_touched(tx, &op, payer, src, seq);
 	inflight_applied(tx);
 	if (!r)
 		return NULL;
