@@ -2118,6 +2118,18 @@ START_TEST(test_ingest_lag_single_view)
 	ck_assert_str_eq(tx_status(next.hash), "SUCCESS");
 	ck_assert_int_eq(read_account(&a).seq, a.seq + 2);
 	ck_assert_int_eq(debug_state_int("ingest_lag_ledgers"), 0);
+	/* a cursor from the head, replayed to a node behind it, keeps its place */
+	snprintf(params, sizeof(params), "{\"startLedger\":%lld}", (long long)landed);
+	r = rpc("getTransactions", params);
+	ck_assert_int_eq(json_array_size(json_object_get(r, "transactions")), 2);
+	snprintf(params, sizeof(params), "{\"pagination\":{\"cursor\":\"%s\"}}", jstr(r, "cursor"));
+	json_decref(r);
+	set_faults("{\"ingest_lag_ledgers\":3}");
+	r = rpc("getTransactions", params);
+	ck_assert_int_eq(json_array_size(json_object_get(r, "transactions")), 0);
+	ck_assert_ptr_nonnull(strstr(params, jstr(r, "cursor")));
+	ck_assert_int_eq(jint(r, "latestLedger"), landed);
+	json_decref(r);
 	free(t.b64);
 	free(reuse.b64);
 	free(next.b64);
