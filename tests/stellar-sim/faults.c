@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FAULT_MAX        32
@@ -77,30 +78,34 @@ struct globals {
 	unsigned load, lag, alt_lag;
 };
 
+/* A whole-number knob in 0..max, or -1 with "<name>: <value> is not ..." in errbuf. */
+static int get_whole(json_t *body, const char *name, unsigned max, unsigned *out, char *errbuf,
+		     size_t errlen)
+{
+	json_t *v = json_object_get(body, name);
+	char *text;
+
+	if (!v || whole(v, max, out))
+		return 0;
+	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	snprintf(errbuf, errlen, "%s: %.32s is not an integer 0..%u", name, text ? text : "?", max);
+	free(text);
+	return -1;
+}
+
 static int parse_globals(json_t *body, struct globals *g, char *errbuf, size_t errlen)
 {
-	json_t *load = json_object_get(body, "background_fee_load");
 	json_t *lag = json_object_get(body, "ingest_lag_ledgers");
 	json_t *alt = json_object_get(body, "ingest_lag_alt_ledgers");
 
 	memset(g, 0, sizeof(*g));
-	g->has_load = load != NULL;
+	g->has_load = json_object_get(body, "background_fee_load") != NULL;
 	g->has_lag = lag != NULL;
 	g->two_views = alt != NULL;
-	if (load && !whole(load, 100000, &g->load)) {
-		snprintf(errbuf, errlen, "background_fee_load: expected an integer 0..100000");
+	if (get_whole(body, "background_fee_load", 100000, &g->load, errbuf, errlen) ||
+	    get_whole(body, "ingest_lag_ledgers", VIEW_MAX_LAG, &g->lag, errbuf, errlen) ||
+	    get_whole(body, "ingest_lag_alt_ledgers", VIEW_MAX_LAG, &g->alt_lag, errbuf, errlen))
 		return -1;
-	}
-	if (lag && !whole(lag, VIEW_MAX_LAG, &g->lag)) {
-		snprintf(errbuf, errlen, "ingest_lag_ledgers: expected an integer 0..%d",
-			 VIEW_MAX_LAG);
-		return -1;
-	}
-	if (alt && !whole(alt, VIEW_MAX_LAG, &g->alt_lag)) {
-		snprintf(errbuf, errlen, "ingest_lag_alt_ledgers: expected an integer 0..%d",
-			 VIEW_MAX_LAG);
-		return -1;
-	}
 	if (alt && !lag) {
 		snprintf(errbuf, errlen,
 			 "ingest_lag_alt_ledgers: only with ingest_lag_ledgers (the other view)");
