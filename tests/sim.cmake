@@ -6,8 +6,11 @@ target_link_libraries(stellar-sim PRIVATE outbox_stellar outbox_common PkgConfig
 	PkgConfig::JANSSON PkgConfig::SODIUM Threads::Threads)
 set_target_properties(stellar-sim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
-# The official SDK against the sim (tests/sim/*.js; @stellar/stellar-base comes
-# from tests/interop/node_modules, installed by ops/lib/prepare.d/interop.sh).
+# The official SDK against the sim (tests/sim/*.js, one test each, sim_<name>):
+# sdk_flow.js uses @stellar/stellar-base from tests/interop/node_modules
+# (ops/lib/prepare.d/interop.sh); sdk_rpc.js drives the sim with
+# @stellar/stellar-sdk's rpc.Server from tests/sim/node_modules
+# (ops/lib/prepare.d/sim.sh). A missing package fails the test.
 file(GLOB sim_js CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/sim/*.js)
 foreach(js ${sim_js})
 	get_filename_component(n ${js} NAME_WE)

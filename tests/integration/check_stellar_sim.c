@@ -4,9 +4,10 @@
  * over HTTP with transactions built and signed by common/stellar (txbuild,
  * sign), closes ledgers on demand (POST /debug/close; the ledger clock is
  * set to an hour so nothing closes behind a test's back) and checks the
- * answers against stellar-protocol.md: statuses, result codes read out of
- * the result XDR, queue rules, surge pricing, fee stats, the vault model and
- * every fault knob. The SDK-built transaction case lives in tests/sim/.
+ * answers against stellar-rpc's and stellar-core's rules: statuses, result
+ * codes read out of the result XDR, queue rules, surge pricing, fee stats,
+ * the vault model, every fault knob and the ingest-lag read views. The
+ * SDK-built transaction and rpc.Server cases live in tests/sim/.
  */
 #include "common/stellar/rpc.h"
 #include "common/stellar/sign.h"
@@ -561,6 +562,82 @@ static char *simulate_error(const struct acct *a, enum vault_fn fn, const char *
 	free(b64);
 	txbuild_release(&b);
 	return e;
+}
+
+/* ---------- ingest lag (views) ---------- */
+
+/* getLedgerEntries of one account as a view answers it. */
+struct acct_view {
+	bool found;
+	int64_t seq, balance;
+	json_int_t last_modified; /* lastModifiedLedgerSeq */
+	json_int_t latest;        /* the answer's latestLedger */
+};
+
+static struct acct_view read_account(const struct acct *a)
+{
+	struct acct_view v = {0};
+	uint8_t key[40] = {0}, raw[512];
+	char *k, params[256];
+	json_t *r, *e;
+	size_t n;
+
+	memcpy(key + 8, a->kp.pk, 32);
+	k = xdr_b64_encode(key, sizeof(key));
+	snprintf(params, sizeof(params), "{\"keys\":[\"%s\"]}", k);
+	free(k);
+	r = rpc("getLedgerEntries", params);
+	v.latest = jint(r, "latestLedger");
+	e = json_array_get(json_object_get(r, "entries"), 0);
+	v.found = e != NULL;
+	if (e) {
+		const char *x = jstr(e, "xdr");
+
+		ck_assert_int_eq(xdr_b64_decode(x, strlen(x), raw, sizeof(raw), &n, "xdr", NULL),
+				 0);
+		v.balance = be64(raw + 40);
+		v.seq = be64(raw + 48);
+		v.last_modified = jint(e, "lastModifiedLedgerSeq");
+	}
+	json_decref(r);
+	return v;
+}
+
+/* A read method's latest ledger: getLatestLedger's "sequence", else "latestLedger". */
+static json_int_t view_of(const char *method)
+{
+	json_t *r = rpc(method, NULL);
+	json_int_t v = jint(r, strcmp(method, "getLatestLedger") ? "latestLedger" : "sequence");
+
+	json_decref(r);
+	return v;
+}
+
+/* Every whole-node read method agrees the view is `want`. */
+static void expect_view(json_int_t want)
+{
+	ck_assert_int_eq(view_of("getLatestLedger"), want);
+	ck_assert_int_eq(view_of("getHealth"), want);
+	ck_assert_int_eq(view_of("getFeeStats"), want);
+}
+
+static json_int_t debug_state_int(const char *field)
+{
+	json_t *st = http_json("/debug/state", NULL);
+	json_int_t v = json_is_null(json_object_get(st, field)) ? -1 : jint(st, field);
+
+	json_decref(st);
+	return v;
+}
+
+/* POST /debug/faults expecting HTTP 400 whose error names `field`. */
+static void expect_fault_refused(const char *body, const char *field)
+{
+	char *out;
+
+	ck_assert_int_eq(http("/debug/faults", body, 5000, &out), 400);
+	ck_assert_msg(strstr(out, field), "%s: error does not name %s: %s", body, field, out);
+	free(out);
 }
 
 /* ---------- tests ---------- */
@@ -1550,7 +1627,10 @@ START_TEST(test_debug_accounts_and_vault_flag)
 			      "{\"accounts\":[{\"id\":"
 			      "\"GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH\","
 			      "\"seq\":\"1234567890122\",\"balance\":\"10000000000\"}]}"));
-	/* the example of stellar-protocol.md 1.5, byte for byte */
+	/*
+	 * a hand-checked account entry (GAXDYN..., 1000 XLM, seqNum
+	 * 1234567890122), byte for byte
+	 */
 	{
 		json_t *r = rpc("getLedgerEntries",
 				"{\"keys\":["
@@ -1940,6 +2020,480 @@ START_TEST(test_hostile_fees)
 }
 END_TEST
 
+START_TEST(test_ingest_lag_single_view)
+{
+	struct acct a;
+	struct built t, reuse, next;
+	struct acct_view v;
+	json_int_t head, landed;
+	char params[128];
+	json_t *r, *ll;
+	struct res d;
+
+	sim_start("--ledger-ms", HOUR_MS, "--start-ledger", "100", NULL);
+	set_faults("{\"ingest_lag_ledgers\":3}");
+	/* while fewer than 3 ledgers follow genesis, the view is genesis */
+	ck_assert_int_eq(close_ledgers(2), 102);
+	expect_view(100);
+	/* an account created now, at the head, is not in the view yet */
+	acct_new(&a, 1000000000);
+	v = read_account(&a);
+	ck_assert(!v.found);
+	ck_assert_int_eq(v.latest, 100);
+	ck_assert_int_eq(close_ledgers(3), 105);
+	v = read_account(&a);
+	ck_assert(v.found);
+	ck_assert_int_eq(v.latest, 102);
+	ck_assert_int_eq(v.seq, a.seq);
+	ck_assert_int_eq(v.last_modified, 102);
+	/* sendTransaction runs at the head but reports the view's ledger */
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT, .amount = "2500"}, &t, NULL);
+	r = send_tx(t.b64);
+	ck_assert_str_eq(jstr(r, "status"), "PENDING");
+	ck_assert_int_eq(jint(r, "latestLedger"), 102);
+	ll = rpc("getLatestLedger", NULL);
+	ck_assert_str_eq(jstr(r, "latestLedgerCloseTime"), jstr(ll, "closeTime"));
+	json_decref(ll);
+	json_decref(r);
+	landed = close_ledgers(1);
+	/* it landed at the head: NOT_FOUND until the view reaches its ledger */
+	for (head = landed; head < landed + 3; head = close_ledgers(1)) {
+		r = get_tx(t.hash);
+		ck_assert_str_eq(jstr(r, "status"), "NOT_FOUND");
+		ck_assert_int_eq(jint(r, "latestLedger"), head - 3);
+		json_decref(r);
+		expect_view(head - 3);
+		r = rpc("getFeeStats", NULL);
+		ck_assert_str_eq(
+			jstr(json_object_get(r, "sorobanInclusionFee"), "transactionCount"), "0");
+		json_decref(r);
+		v = read_account(&a);
+		ck_assert_int_eq(v.latest, head - 3);
+		ck_assert_int_eq(v.seq, a.seq);
+		ck_assert_int_eq(v.balance, 1000000000);
+		if (head != landed)
+			continue;
+		/* ...while the queue knows the sequence number is used */
+		build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT, .seq = a.seq + 1}, &reuse,
+			    NULL);
+		ck_assert_int_eq(expect_error(reuse.b64).code, TX_BAD_SEQ);
+		build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT, .seq = a.seq + 2}, &next,
+			    NULL);
+		expect_status(next.b64, "PENDING");
+	}
+	/* the view has ingested its ledger (but not the next one's tx) */
+	r = get_tx(t.hash);
+	ck_assert_str_eq(jstr(r, "status"), "SUCCESS");
+	ck_assert_int_eq(jint(r, "ledger"), landed);
+	ck_assert_int_eq(jint(r, "latestLedger"), landed);
+	json_decref(r);
+	ck_assert_str_eq(tx_status(next.hash), "NOT_FOUND");
+	d = tx_result(t.hash);
+	v = read_account(&a);
+	ck_assert_int_eq(v.seq, a.seq + 1);
+	ck_assert_int_eq(v.last_modified, landed);
+	ck_assert_int_eq(v.balance, 1000000000 - d.fee + 2500);
+	r = rpc("getFeeStats", NULL);
+	ck_assert_str_eq(jstr(json_object_get(r, "sorobanInclusionFee"), "transactionCount"), "1");
+	json_decref(r);
+	/* getTransactions serves ledgers up to the view only */
+	snprintf(params, sizeof(params), "{\"startLedger\":%lld}", (long long)landed + 1);
+	r = rpc_raw("getTransactions", params);
+	ck_assert_int_eq(jint(json_object_get(r, "error"), "code"), -32602);
+	json_decref(r);
+	snprintf(params, sizeof(params), "{\"startLedger\":%lld}", (long long)landed);
+	r = rpc("getTransactions", params);
+	ck_assert_int_eq(json_array_size(json_object_get(r, "transactions")), 1);
+	ck_assert_int_eq(jint(r, "latestLedger"), landed);
+	json_decref(r);
+	/* close times are the view's: strictly behind the head's */
+	r = rpc("getHealth", NULL);
+	ck_assert_int_lt(atoll(jstr(r, "latestLedgerCloseTime")),
+			 debug_state_int("latest_close_time"));
+	json_decref(r);
+	ck_assert_int_eq(debug_state_int("ingest_lag_ledgers"), 3);
+	ck_assert_int_eq(debug_state_int("ingest_lag_alt_ledgers"), -1);
+	/* {} clears it: the head again */
+	set_faults("{}");
+	expect_view(landed + 3);
+	ck_assert_str_eq(tx_status(next.hash), "SUCCESS");
+	ck_assert_int_eq(read_account(&a).seq, a.seq + 2);
+	ck_assert_int_eq(debug_state_int("ingest_lag_ledgers"), 0);
+	/* a cursor from the head, replayed to a node behind it, keeps its place */
+	snprintf(params, sizeof(params), "{\"startLedger\":%lld}", (long long)landed);
+	r = rpc("getTransactions", params);
+	ck_assert_int_eq(json_array_size(json_object_get(r, "transactions")), 2);
+	snprintf(params, sizeof(params), "{\"pagination\":{\"cursor\":\"%s\"}}", jstr(r, "cursor"));
+	json_decref(r);
+	set_faults("{\"ingest_lag_ledgers\":3}");
+	r = rpc("getTransactions", params);
+	ck_assert_int_eq(json_array_size(json_object_get(r, "transactions")), 0);
+	ck_assert_ptr_nonnull(strstr(params, jstr(r, "cursor")));
+	ck_assert_int_eq(jint(r, "latestLedger"), landed);
+	json_decref(r);
+	free(t.b64);
+	free(reuse.b64);
+	free(next.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_ingest_lag_retention)
+{
+	struct acct a;
+	struct built t;
+	json_int_t landed, head;
+	json_t *r, *h;
+
+	sim_start("--ledger-ms", HOUR_MS, "--start-ledger", "100", "--retention-ledgers", "3",
+		  NULL);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	expect_status(t.b64, "PENDING");
+	landed = close_ledgers(1);
+	set_faults("{\"ingest_lag_ledgers\":2}");
+	/* the view serves its own retention window, view - 2 .. view */
+	for (head = close_ledgers(1); head <= landed + 5; head = close_ledgers(1)) {
+		json_int_t view = head - 2, oldest = view - 2 < 100 ? 100 : view - 2;
+		bool found = landed <= view && oldest <= landed;
+
+		r = get_tx(t.hash);
+		ck_assert_int_eq(jint(r, "latestLedger"), view);
+		ck_assert_int_eq(jint(r, "oldestLedger"), oldest);
+		ck_assert_str_eq(jstr(r, "status"), found ? "SUCCESS" : "NOT_FOUND");
+		h = rpc("getHealth", NULL);
+		ck_assert_int_eq(jint(h, "oldestLedger"), oldest);
+		ck_assert_str_eq(jstr(h, "oldestLedgerCloseTime"),
+				 jstr(r, "oldestLedgerCloseTime"));
+		if (oldest < view)
+			ck_assert_int_lt(atoll(jstr(h, "oldestLedgerCloseTime")),
+					 atoll(jstr(h, "latestLedgerCloseTime")));
+		json_decref(h);
+		json_decref(r);
+		if (head != landed + 4)
+			continue;
+		/* the head's own window has already let it go */
+		set_faults("{}");
+		ck_assert_str_eq(tx_status(t.hash), "NOT_FOUND");
+		set_faults("{\"ingest_lag_ledgers\":2}");
+		ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	}
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
+/* What two views (lags 1 and 4) answer, checked against the chain's facts. */
+struct two_views {
+	struct acct a;
+	struct built t;
+	json_int_t landed;       /* ledger t landed in */
+	char close_time[16][24]; /* of ledgers 100.. */
+};
+
+static const char *close_time_of(const struct two_views *w, json_int_t ledger)
+{
+	ck_assert(ledger >= 100 && ledger < 116);
+	return w->close_time[ledger - 100];
+}
+
+/* One read request; checks it is self-consistent; returns its view. */
+static json_int_t two_views_read(const struct two_views *w, int method)
+{
+	json_int_t view;
+	bool has_tx;
+	json_t *r;
+
+	if (method == 3) {
+		struct acct_view v = read_account(&w->a);
+
+		ck_assert_int_eq(v.seq, w->a.seq + (v.latest >= w->landed));
+		return v.latest;
+	}
+	if (method == 0)
+		r = rpc("getHealth", NULL);
+	else if (method == 1)
+		r = rpc("getLatestLedger", NULL);
+	else if (method == 2)
+		r = rpc("getFeeStats", NULL);
+	else if (method == 4)
+		r = get_tx(w->t.hash);
+	else
+		r = rpc("getTransactions", "{\"startLedger\":100}");
+	view = jint(r, method == 1 ? "sequence" : "latestLedger");
+	has_tx = view >= w->landed;
+	if (method == 0 || method == 4)
+		ck_assert_str_eq(jstr(r, "latestLedgerCloseTime"), close_time_of(w, view));
+	if (method == 1)
+		ck_assert_str_eq(jstr(r, "closeTime"), close_time_of(w, view));
+	if (method == 2)
+		ck_assert_str_eq(
+			jstr(json_object_get(r, "sorobanInclusionFee"), "transactionCount"),
+			has_tx ? "1" : "0");
+	if (method == 4)
+		ck_assert_str_eq(jstr(r, "status"), has_tx ? "SUCCESS" : "NOT_FOUND");
+	if (method == 5) {
+		ck_assert_int_eq(json_array_size(json_object_get(r, "transactions")), has_tx);
+		ck_assert_int_eq(jint(r, "latestLedgerCloseTimestamp"),
+				 atoll(close_time_of(w, view)));
+	}
+	json_decref(r);
+	return view;
+}
+
+START_TEST(test_ingest_lag_two_views)
+{
+	static const char *const names[] = {"getHealth",      "getLatestLedger",
+					    "getFeeStats",    "getLedgerEntries",
+					    "getTransaction", "getTransactions"};
+	struct two_views w;
+	int seen[6][2] = {{0}}, round, m;
+	json_int_t head = 100;
+	json_t *r;
+
+	sim_start("--ledger-ms", HOUR_MS, "--start-ledger", "100", "--seed", "7", NULL);
+	acct_new(&w.a, 1000000000);
+	/* ledgers 100..108 with their close times; t lands in 106 */
+	for (;;) {
+		r = rpc("getLatestLedger", NULL);
+		snprintf(w.close_time[head - 100], sizeof(w.close_time[0]), "%s",
+			 jstr(r, "closeTime"));
+		json_decref(r);
+		if (head == 105) {
+			build_vault(&w.a, &(struct txopt){.fn = VAULT_DEPOSIT}, &w.t, NULL);
+			expect_status(w.t.b64, "PENDING");
+		}
+		if (head == 108)
+			break;
+		head = close_ledgers(1);
+	}
+	w.landed = 106;
+	ck_assert_str_eq(tx_status(w.t.hash), "SUCCESS");
+	/* view A is 107 (has t), view B 104 (has not) */
+	set_faults("{\"ingest_lag_ledgers\":1,\"ingest_lag_alt_ledgers\":4}");
+	for (round = 0; round < 30; round++) {
+		for (m = 0; m < 6; m++) {
+			json_int_t view = two_views_read(&w, m);
+
+			ck_assert_msg(view == 107 || view == 104, "%s: view %lld", names[m],
+				      (long long)view);
+			seen[m][view == 107]++;
+		}
+		/* submission reports view A, always */
+		r = send_tx(w.t.b64);
+		ck_assert_str_eq(jstr(r, "status"), "ERROR");
+		ck_assert_int_eq(jint(r, "latestLedger"), 107);
+		json_decref(r);
+	}
+	for (m = 0; m < 6; m++)
+		ck_assert_msg(seen[m][0] && seen[m][1], "%s: views A %d, B %d", names[m],
+			      seen[m][1], seen[m][0]);
+	ck_assert_int_eq(debug_state_int("ingest_lag_ledgers"), 1);
+	ck_assert_int_eq(debug_state_int("ingest_lag_alt_ledgers"), 4);
+	r = http_json("/debug/faults", NULL);
+	ck_assert_int_eq(jint(r, "ingest_lag_ledgers"), 1);
+	ck_assert_int_eq(jint(r, "ingest_lag_alt_ledgers"), 4);
+	json_decref(r);
+	set_faults("{}");
+	for (m = 0; m < 6; m++)
+		ck_assert_int_eq(two_views_read(&w, m), 108);
+	r = http_json("/debug/faults", NULL);
+	ck_assert_int_eq(json_object_size(r), 0);
+	json_decref(r);
+	ck_assert_int_eq(debug_state_int("ingest_lag_alt_ledgers"), -1);
+	free(w.t.b64);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_ingest_lag_validation)
+{
+	json_t *r;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	set_faults("{\"ingest_lag_ledgers\":2}");
+	expect_fault_refused("{\"ingest_lag_ledgers\":1001}", "ingest_lag_ledgers");
+	expect_fault_refused("{\"ingest_lag_ledgers\":-1}", "ingest_lag_ledgers");
+	expect_fault_refused("{\"ingest_lag_ledgers\":1.5}", "ingest_lag_ledgers");
+	expect_fault_refused("{\"ingest_lag_ledgers\":\"3\"}", "ingest_lag_ledgers");
+	expect_fault_refused("{\"ingest_lag_ledgers\":null}", "ingest_lag_ledgers");
+	expect_fault_refused("{\"ingest_lag_alt_ledgers\":3}", "ingest_lag_alt_ledgers");
+	expect_fault_refused("{\"ingest_lag_ledgers\":1,\"ingest_lag_alt_ledgers\":1001}",
+			     "ingest_lag_alt_ledgers");
+	expect_fault_refused("{\"ingest_lag_ledgers\":5,\"ingest_lag_ledgerz\":1}",
+			     "ingest_lag_ledgerz");
+	expect_fault_refused("{\"ingest_lag_ledgers\":5,\"method\":\"getHealth\",\"delay_ms\":-1}",
+			     "delay_ms");
+	/* nothing changed */
+	ck_assert_int_eq(debug_state_int("ingest_lag_ledgers"), 2);
+	ck_assert_int_eq(debug_state_int("ingest_lag_alt_ledgers"), -1);
+	r = http_json("/debug/faults", NULL);
+	ck_assert_int_eq(json_object_size(r), 1);
+	ck_assert_int_eq(jint(r, "ingest_lag_ledgers"), 2);
+	json_decref(r);
+	/* combined with a method entry; a body of other global knobs keeps it */
+	set_faults("{\"ingest_lag_ledgers\":1000,\"method\":\"getHealth\",\"delay_ms\":0}");
+	set_faults("{\"background_fee_load\":3}");
+	r = http_json("/debug/faults", NULL);
+	ck_assert_int_eq(jint(r, "ingest_lag_ledgers"), 1000);
+	ck_assert(json_is_object(json_object_get(r, "getHealth")));
+	json_decref(r);
+	/* a lag without the alt field is one view again */
+	set_faults("{\"ingest_lag_ledgers\":0,\"ingest_lag_alt_ledgers\":4}");
+	ck_assert_int_eq(debug_state_int("ingest_lag_alt_ledgers"), 4);
+	set_faults("{\"ingest_lag_ledgers\":0}");
+	ck_assert_int_eq(debug_state_int("ingest_lag_alt_ledgers"), -1);
+	set_faults("{}");
+	ck_assert_int_eq(debug_state_int("ingest_lag_ledgers"), 0);
+	ck_assert_int_eq(debug_state_int("background_fee_load"), 0);
+	sim_stop();
+}
+END_TEST
+
+START_TEST(test_ingest_lag_history_window)
+{
+	struct acct a;
+	struct built t1, t2;
+	struct acct_view v;
+	json_int_t l1, l2;
+	json_t *h;
+
+	/* the shortest retention: the history kept is what a 1000-ledger lag needs */
+	sim_start("--ledger-ms", HOUR_MS, "--start-ledger", "100", "--retention-ledgers", "1",
+		  "--fee-window-soroban", "1", "--fee-window-classic", "1", NULL);
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t1, NULL);
+	expect_status(t1.b64, "PENDING");
+	l1 = close_ledgers(1);
+	close_ledgers(1000);
+	close_ledgers(100);
+	/*
+	 * A second change long after the first prunes the states before it.
+	 * 1100 manual closes put the chain's clock ~1100 s ahead of the wall
+	 * clock: the time bound comes from the chain's.
+	 */
+	build_vault(
+		&a,
+		&(struct txopt){.fn = VAULT_DEPOSIT,
+				.seq = a.seq + 2,
+				.max_time = (uint64_t)debug_state_int("latest_close_time") + 300},
+		&t2, NULL);
+	expect_status(t2.b64, "PENDING");
+	l2 = close_ledgers(1);
+	ck_assert_int_eq(l2, l1 + 1101);
+	set_faults("{\"ingest_lag_ledgers\":1000}");
+	v = read_account(&a);
+	ck_assert_int_eq(v.latest, l2 - 1000);
+	ck_assert(v.found);
+	ck_assert_int_eq(v.seq, a.seq + 1);
+	ck_assert_int_eq(v.last_modified, l1);
+	h = rpc("getHealth", NULL);
+	ck_assert_int_eq(jint(h, "oldestLedger"), l2 - 1000);
+	ck_assert_int_gt(atoll(jstr(h, "oldestLedgerCloseTime")), 1700000000);
+	json_decref(h);
+	expect_view(l2 - 1000);
+	ck_assert_str_eq(tx_status(t1.hash), "NOT_FOUND");
+	ck_assert_str_eq(tx_status(t2.hash), "NOT_FOUND");
+	set_faults("{}");
+	v = read_account(&a);
+	ck_assert_int_eq(v.seq, a.seq + 2);
+	ck_assert_int_eq(v.last_modified, l2);
+	ck_assert_str_eq(tx_status(t2.hash), "SUCCESS");
+	free(t1.b64);
+	free(t2.b64);
+	sim_stop();
+}
+END_TEST
+
+/* Base64 to bytes (bounded by the caller's buffer). */
+static size_t unb64(const char *b64, uint8_t *out, size_t cap)
+{
+	size_t n;
+
+	ck_assert_int_eq(xdr_b64_decode(b64, strlen(b64), out, cap, &n, "b64", NULL), 0);
+	return n;
+}
+
+/* 64 hex characters to 32 bytes. */
+static void unhex32(const char *s, uint8_t out[32])
+{
+	unsigned v;
+
+	ck_assert_int_eq(strlen(s), 64);
+	for (int i = 0; i < 32; i++) {
+		ck_assert_int_eq(sscanf(s + 2 * i, "%2x", &v), 1);
+		out[i] = (uint8_t)v;
+	}
+}
+
+/* Does b hold exactly these XDR u32 words? */
+static bool xdr_words_eq(const uint8_t *b, size_t len, const uint32_t *w, size_t n)
+{
+	size_t k;
+
+	if (len != 4 * n)
+		return false;
+	for (k = 0; k < n; k++)
+		if ((uint32_t)be32(b + 4 * k) != w[k])
+			return false;
+	return true;
+}
+
+START_TEST(test_ledger_and_tx_meta)
+{
+	uint8_t hdr[1024], meta[2048], id[32], h[32];
+	static const uint32_t ok_meta[] = {4, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1, SCV_VOID, 0, 0};
+	static const uint32_t failed_meta[] = {4, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+	struct acct a;
+	struct built ok, bad;
+	size_t nh, nm, i, n;
+	json_t *r;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	close_ledgers(2);
+	/*
+	 * getLatestLedger: id = SHA-256 of headerXdr; metadataXdr is a
+	 * LedgerCloseMeta v1 holding that header and the previous ledger's hash.
+	 */
+	r = rpc("getLatestLedger", NULL);
+	nh = unb64(jstr(r, "headerXdr"), hdr, sizeof(hdr));
+	nm = unb64(jstr(r, "metadataXdr"), meta, sizeof(meta));
+	unhex32(jstr(r, "id"), id);
+	crypto_hash_sha256(h, hdr, nh);
+	ck_assert(!memcmp(h, id, 32));
+	ck_assert_int_eq(be32(meta), 1);
+	ck_assert_int_eq(be32(meta + 4), 0);
+	ck_assert(!memcmp(meta + 8, id, 32));
+	ck_assert(!memcmp(meta + 40, hdr, nh));
+	ck_assert_int_eq(be32(meta + 40 + nh), 0);
+	ck_assert_int_eq(be32(meta + 44 + nh), 1);
+	ck_assert(!memcmp(meta + 48 + nh, hdr + 4, 32)); /* previousLedgerHash */
+	ck_assert_int_eq(nm, 48 + nh + 32 + 4 + 8 + 12 + 12 + 8 + 8);
+	json_decref(r);
+	/* resultMetaXdr: TransactionMeta v4, returnValue SCV_VOID on success */
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &ok, NULL);
+	expect_status(ok.b64, "PENDING");
+	close_ledgers(1);
+	a.seq++;
+	build_vault(&a, &(struct txopt){.fn = VAULT_WITHDRAW, .amount = "999999999999"}, &bad,
+		    NULL);
+	expect_status(bad.b64, "PENDING");
+	close_ledgers(1);
+	for (i = 0; i < 2; i++) {
+		r = get_tx(i ? bad.hash : ok.hash);
+		ck_assert_str_eq(jstr(r, "status"), i ? "FAILED" : "SUCCESS");
+		n = unb64(jstr(r, "resultMetaXdr"), meta, sizeof(meta));
+		ck_assert(i ? xdr_words_eq(meta, n, failed_meta, 10)
+			    : xdr_words_eq(meta, n, ok_meta, 14));
+		json_decref(r);
+	}
+	free(ok.b64);
+	free(bad.b64);
+	sim_stop();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("stellar_sim");
@@ -1974,6 +2528,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_strict_simulate);
 	tcase_add_test(tc, test_blackhole_ends_at_max_time);
 	tcase_add_test(tc, test_fault_timeout_on_send_processes);
+	tcase_add_test(tc, test_ledger_and_tx_meta);
+	tcase_add_test(tc, test_ingest_lag_single_view);
+	tcase_add_test(tc, test_ingest_lag_retention);
+	tcase_add_test(tc, test_ingest_lag_two_views);
+	tcase_add_test(tc, test_ingest_lag_validation);
+	tcase_add_test(tc, test_ingest_lag_history_window);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -30,15 +30,6 @@ struct ledger *chain_ledger(uint32_t seq)
 	return l->seq == seq ? l : NULL;
 }
 
-uint32_t chain_oldest(void)
-{
-	uint32_t r = g_chain.cfg.retention_ledgers;
-
-	if (g_chain.latest - g_chain.genesis + 1 <= r)
-		return g_chain.genesis;
-	return g_chain.latest - r + 1;
-}
-
 struct account *chain_account_get(const uint8_t key[32], bool create)
 {
 	struct table_node *n = table_find(&g_chain.accounts, key);
@@ -221,9 +212,40 @@ int holes_push(struct sim_tx *tx)
 	return 0;
 }
 
+/* The four TransactionMeta answers, encoded once and shared. */
+static int init_tx_meta(void)
+{
+	int soroban, success;
+
+	for (soroban = 0; soroban < 2; soroban++) {
+		for (success = 0; success < 2; success++) {
+			char *b64 = enc_tx_meta(soroban, success);
+
+			g_chain.tx_meta[soroban][success] = b64 ? json_string_nocheck(b64) : NULL;
+			free(b64);
+			if (!g_chain.tx_meta[soroban][success])
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void init_genesis(void)
+{
+	struct ledger *g = &g_chain.ring[g_chain.genesis % g_chain.ring_size];
+	struct enc_ledger e = {.seq = g_chain.genesis,
+			       .close_time = sim_wall_s(),
+			       .base_fee = g_chain.cfg.base_fee,
+			       .max_tx_set_size = g_chain.cfg.ledger_capacity};
+
+	enc_ledger_hash(&e);
+	g->seq = e.seq;
+	g->close_time = e.close_time;
+	memcpy(g->hash, e.hash, 32);
+}
+
 int chain_init(const struct sim_config *cfg)
 {
-	struct ledger *g;
 	size_t ring;
 
 	memset(&g_chain, 0, sizeof(g_chain));
@@ -236,20 +258,18 @@ int chain_init(const struct sim_config *cfg)
 	    table_init(&g_chain.txs) || table_init(&g_chain.txs_inner) ||
 	    table_init(&g_chain.execs))
 		return -ENOMEM;
+	/* every window (retention, fee stats) behind the oldest possible view */
 	ring = cfg->retention_ledgers;
 	if (ring < cfg->fee_window_classic)
 		ring = cfg->fee_window_classic;
 	if (ring < cfg->fee_window_soroban)
 		ring = cfg->fee_window_soroban;
-	g_chain.ring_size = ring + 1;
+	g_chain.ring_size = ring + VIEW_MAX_LAG + 1;
 	g_chain.ring = calloc(g_chain.ring_size, sizeof(*g_chain.ring));
-	if (!g_chain.ring)
+	if (!g_chain.ring || init_tx_meta() < 0)
 		return -ENOMEM;
 	g_chain.genesis = g_chain.latest = cfg->start_ledger;
-	g = &g_chain.ring[cfg->start_ledger % g_chain.ring_size];
-	g->seq = cfg->start_ledger;
-	g->close_time = sim_wall_s();
-	g->hash[0] = 1;
+	init_genesis();
 	{
 		struct account *v = chain_account_get(cfg->vault_contract, true);
 
@@ -261,12 +281,17 @@ int chain_init(const struct sim_config *cfg)
 	return 0;
 }
 
-void chain_latest(uint32_t *seq, uint64_t *close_time)
+void chain_view(unsigned lag, uint32_t *seq, uint64_t *close_time)
 {
 	pthread_mutex_lock(&g_chain.lock);
-	*seq = g_chain.latest;
-	*close_time = chain_ledger(g_chain.latest)->close_time;
+	*seq = chain_view_ledger(lag);
+	*close_time = chain_ledger(*seq)->close_time;
 	pthread_mutex_unlock(&g_chain.lock);
+}
+
+void chain_latest(uint32_t *seq, uint64_t *close_time)
+{
+	chain_view(0, seq, close_time);
 }
 
 static json_t *str_u64(uint64_t v)
@@ -277,13 +302,16 @@ static json_t *str_u64(uint64_t v)
 	return json_string(b);
 }
 
-/* latestLedger/oldestLedger and their close times (as strings), under the lock. */
-static void put_window(json_t *o, bool string_times)
+/*
+ * latestLedger/oldestLedger of a view and their close times (strings for
+ * getHealth and getTransaction, numbers for getTransactions), under the lock.
+ */
+static void put_window(json_t *o, uint32_t view, bool string_times)
 {
-	uint32_t oldest = chain_oldest();
-	struct ledger *lo = chain_ledger(oldest), *la = chain_ledger(g_chain.latest);
+	uint32_t oldest = chain_view_oldest(view);
+	struct ledger *lo = chain_ledger(oldest), *la = chain_ledger(view);
 
-	json_object_set_new(o, "latestLedger", json_integer(g_chain.latest));
+	json_object_set_new(o, "latestLedger", json_integer(view));
 	json_object_set_new(
 		o, string_times ? "latestLedgerCloseTime" : "latestLedgerCloseTimestamp",
 		string_times ? str_u64(la->close_time) : json_integer((json_int_t)la->close_time));
@@ -294,40 +322,79 @@ static void put_window(json_t *o, bool string_times)
 					 : json_integer(lo ? (json_int_t)lo->close_time : 0));
 }
 
-json_t *chain_health(void)
+json_t *chain_health(unsigned lag)
 {
 	json_t *o = json_object();
 
 	pthread_mutex_lock(&g_chain.lock);
 	json_object_set_new(o, "status", json_string("healthy"));
-	put_window(o, true);
+	put_window(o, chain_view_ledger(lag), true);
 	json_object_set_new(o, "ledgerRetentionWindow",
 			    json_integer(g_chain.cfg.retention_ledgers));
 	pthread_mutex_unlock(&g_chain.lock);
 	return o;
 }
 
-json_t *chain_latest_ledger(void)
+/* headerXdr and metadataXdr of a ledger, as two JSON strings; 0 or -ENOMEM. */
+static int make_ledger_xdr(const struct enc_ledger *e, json_t **hdr, json_t **meta)
 {
-	json_t *o = json_object();
+	char *h, *m;
+
+	if (enc_latest_ledger(e, &h, &m) < 0)
+		return -ENOMEM;
+	*hdr = json_string_nocheck(h);
+	*meta = json_string_nocheck(m);
+	free(h);
+	free(m);
+	if (*hdr && *meta)
+		return 0;
+	json_decref(*hdr);
+	json_decref(*meta);
+	return -ENOMEM;
+}
+
+/*
+ * The view ledger's XDR is encoded outside the lock on the first request for
+ * that ledger, then kept in its slot: every later answer shares it.
+ */
+json_t *chain_latest_ledger(unsigned lag)
+{
+	struct enc_ledger e = {.base_fee = g_chain.cfg.base_fee,
+			       .max_tx_set_size = g_chain.cfg.ledger_capacity};
+	json_t *o, *hdr, *meta;
 	struct ledger *l, *prev;
-	char hex[65], *hdr;
+	char hex[65];
 
 	pthread_mutex_lock(&g_chain.lock);
-	l = chain_ledger(g_chain.latest);
-	prev = chain_ledger(g_chain.latest - 1);
-	sim_hex(l->hash, 32, hex);
-	hdr = enc_ledger_header(l->seq, l->close_time, prev ? prev->hash : l->hash,
-				g_chain.cfg.base_fee, g_chain.cfg.ledger_capacity);
-	json_object_set_new(o, "id", json_string(hex));
-	json_object_set_new(o, "protocolVersion", json_integer(SIM_PROTOCOL_VERSION));
-	json_object_set_new(o, "sequence", json_integer(l->seq));
-	json_object_set_new(o, "closeTime", str_u64(l->close_time));
+	l = chain_ledger(chain_view_ledger(lag));
+	prev = chain_ledger(l->seq - 1);
+	e.seq = l->seq;
+	e.close_time = l->close_time;
+	memcpy(e.hash, l->hash, 32);
+	if (prev)
+		memcpy(e.prev_hash, prev->hash, 32);
+	hdr = json_incref(l->header_json);
+	meta = json_incref(l->meta_json);
 	pthread_mutex_unlock(&g_chain.lock);
-	if (hdr) {
-		json_object_set_new(o, "headerXdr", json_string(hdr));
-		free(hdr);
+	if (!hdr) {
+		if (make_ledger_xdr(&e, &hdr, &meta) < 0)
+			return NULL;
+		pthread_mutex_lock(&g_chain.lock);
+		l = chain_ledger(e.seq); /* NULL if it left the ring meanwhile */
+		if (l && !l->header_json) {
+			l->header_json = json_incref(hdr);
+			l->meta_json = json_incref(meta);
+		}
+		pthread_mutex_unlock(&g_chain.lock);
 	}
+	sim_hex(e.hash, 32, hex);
+	o = json_object();
+	json_object_set_new(o, "id", json_string_nocheck(hex));
+	json_object_set_new(o, "protocolVersion", json_integer(SIM_PROTOCOL_VERSION));
+	json_object_set_new(o, "sequence", json_integer(e.seq));
+	json_object_set_new(o, "closeTime", str_u64(e.close_time));
+	json_object_set_new(o, "headerXdr", hdr);
+	json_object_set_new(o, "metadataXdr", meta);
 	return o;
 }
 
@@ -342,68 +409,88 @@ static void put_record(json_t *o, const struct txrec *r, bool created_at_string)
 	json_object_set_new(o, "feeBump", json_boolean(r->fee_bump));
 	json_object_set_new(o, "envelopeXdr", json_string(r->envelope_b64));
 	json_object_set_new(o, "resultXdr", json_string(r->result_b64));
-	/* TransactionMeta v0 with no operation metas: decodable, and all we model. */
-	json_object_set_new(o, "resultMetaXdr", json_string("AAAAAAAAAAA="));
+	json_object_set(o, "resultMetaXdr", g_chain.tx_meta[r->soroban][r->success]);
 }
 
-json_t *chain_get_transaction(const uint8_t hash[32])
+/* The applied tx with this full (or, for a bump, inner) hash, if stored. */
+static struct txrec *find_record(const uint8_t hash[32])
+{
+	struct table_node *n = table_find(&g_chain.txs, hash);
+
+	if (n)
+		return table_entry(n, struct txrec, node);
+	n = table_find(&g_chain.txs_inner, hash);
+	return n ? table_entry(n, struct txrec, inner_node) : NULL;
+}
+
+json_t *chain_get_transaction(const uint8_t hash[32], unsigned lag)
 {
 	json_t *o = json_object();
-	struct table_node *n;
+	struct txrec *r;
+	uint32_t view;
 	char hex[65];
 
 	sim_hex(hash, 32, hex);
 	json_object_set_new(o, "txHash", json_string(hex));
 	pthread_mutex_lock(&g_chain.lock);
-	put_window(o, true);
-	n = table_find(&g_chain.txs, hash);
-	if (n || (n = table_find(&g_chain.txs_inner, hash))) {
-		struct txrec *r = table_find(&g_chain.txs, hash)
-					  ? table_entry(n, struct txrec, node)
-					  : table_entry(n, struct txrec, inner_node);
-
-		if (r->ledger >= chain_oldest()) {
-			put_record(o, r, true);
-			pthread_mutex_unlock(&g_chain.lock);
-			return o;
-		}
+	view = chain_view_ledger(lag);
+	put_window(o, view, true);
+	r = find_record(hash);
+	/* a lagging node has not ingested the ledgers after its view */
+	if (r && r->ledger >= chain_view_oldest(view) && r->ledger <= view) {
+		put_record(o, r, true);
+		pthread_mutex_unlock(&g_chain.lock);
+		return o;
 	}
 	pthread_mutex_unlock(&g_chain.lock);
 	json_object_set_new(o, "status", json_string("NOT_FOUND"));
 	return o;
 }
 
-json_t *chain_get_transactions(uint32_t start_ledger, uint64_t cursor, unsigned limit, char *errbuf,
-			       size_t errlen)
+/* Where a getTransactions page starts: 0 on success, -1 with errbuf set. */
+static int page_start(uint32_t start_ledger, uint64_t cursor, uint32_t view, uint32_t *seq,
+		      uint32_t *order_after, char *errbuf, size_t errlen)
+{
+	uint32_t oldest = chain_view_oldest(view);
+
+	*order_after = 0;
+	if (start_ledger) {
+		if (start_ledger < oldest || start_ledger > view) {
+			snprintf(errbuf, errlen,
+				 "start ledger must be between the oldest ledger: %u and the "
+				 "latest ledger: %u for this rpc instance.",
+				 oldest, view);
+			return -1;
+		}
+		*seq = start_ledger;
+		return 0;
+	}
+	*seq = (uint32_t)(cursor >> 32);
+	*order_after = (uint32_t)((cursor & 0xffffffffULL) >> 12);
+	if (*seq < oldest) {
+		*seq = oldest;
+		*order_after = 0;
+	}
+	return 0;
+}
+
+json_t *chain_get_transactions(uint32_t start_ledger, uint64_t cursor, unsigned limit, unsigned lag,
+			       char *errbuf, size_t errlen)
 {
 	json_t *o, *arr;
-	uint32_t seq, order_after = 0, oldest;
+	uint32_t seq, order_after, view;
 	uint64_t last = 0;
 	unsigned got = 0;
 
 	pthread_mutex_lock(&g_chain.lock);
-	oldest = chain_oldest();
-	if (start_ledger) {
-		if (start_ledger < oldest || start_ledger > g_chain.latest) {
-			snprintf(errbuf, errlen,
-				 "start ledger must be between the oldest ledger: %u and the "
-				 "latest ledger: %u for this rpc instance.",
-				 oldest, g_chain.latest);
-			pthread_mutex_unlock(&g_chain.lock);
-			return NULL;
-		}
-		seq = start_ledger;
-	} else {
-		seq = (uint32_t)(cursor >> 32);
-		order_after = (uint32_t)((cursor & 0xffffffffULL) >> 12);
-		if (seq < oldest) {
-			seq = oldest;
-			order_after = 0;
-		}
+	view = chain_view_ledger(lag);
+	if (page_start(start_ledger, cursor, view, &seq, &order_after, errbuf, errlen) < 0) {
+		pthread_mutex_unlock(&g_chain.lock);
+		return NULL;
 	}
 	o = json_object();
 	arr = json_array();
-	for (; seq <= g_chain.latest && got < limit; seq++, order_after = 0) {
+	for (; seq <= view && got < limit; seq++, order_after = 0) {
 		struct ledger *l = chain_ledger(seq);
 		uint32_t i;
 
@@ -421,30 +508,34 @@ json_t *chain_get_transactions(uint32_t start_ledger, uint64_t cursor, unsigned 
 			got++;
 		}
 	}
-	if (got < limit)
-		last = ((uint64_t)g_chain.latest << 32) | 0xffffffffULL;
+	/*
+	 * Everything up to the view was read. A cursor never moves back: one
+	 * from a node further ahead, replayed against one behind it, keeps its
+	 * place.
+	 */
+	if (got < limit) {
+		last = ((uint64_t)view << 32) | 0xffffffffULL;
+		if (last < cursor)
+			last = cursor;
+	}
 	json_object_set_new(o, "transactions", arr);
-	put_window(o, false);
+	put_window(o, view, false);
 	pthread_mutex_unlock(&g_chain.lock);
 	json_object_set_new(o, "cursor", str_u64(last));
 	return o;
 }
 
-bool chain_account(const uint8_t key[32], int64_t *seq, int64_t *balance, uint32_t *last_modified)
+bool chain_account_at(const uint8_t key[32], uint32_t view, struct acct_state *out)
 {
+	const struct acct_state *s = NULL;
 	struct account *a;
-	bool ok = false;
 
 	pthread_mutex_lock(&g_chain.lock);
 	a = chain_account_get(key, false);
-	if (a && a->exists) {
-		*seq = a->seq;
-		*balance = a->balance > INT64_MAX ? INT64_MAX
-			   : a->balance < 0       ? 0
-						  : (int64_t)a->balance;
-		*last_modified = a->last_modified;
-		ok = true;
-	}
+	if (a)
+		s = acct_at(a, view);
+	if (s)
+		*out = *s;
 	pthread_mutex_unlock(&g_chain.lock);
-	return ok;
+	return s != NULL;
 }

@@ -28,6 +28,7 @@ struct txrec {
 	struct table_node inner_node; /* key = inner hash (fee bumps only) */
 	bool fee_bump;
 	bool success;
+	bool soroban; /* picks its TransactionMeta */
 	uint32_t ledger;
 	uint32_t order; /* applicationOrder, from 1 */
 	uint64_t created_at;
@@ -50,6 +51,12 @@ struct ledger {
 	uint32_t n_classic;
 	int64_t *fees_soroban; /* inclusion fee charged per tx */
 	uint32_t n_soroban;
+	/*
+	 * getLatestLedger's headerXdr and metadataXdr of this ledger, made on
+	 * the first request for it and shared (immutable strings, atomic
+	 * reference counts) by every answer after; NULL until then.
+	 */
+	json_t *header_json, *meta_json;
 };
 
 struct chain {
@@ -72,13 +79,23 @@ struct chain {
 	size_t ring_size;
 	uint32_t genesis, latest;
 	unsigned bg_load, bg_level;
+	json_t *tx_meta[2][2]; /* TransactionMeta of an applied tx, by [soroban][success] */
 };
 
 extern struct chain g_chain;
 
 struct ledger *chain_ledger(uint32_t seq); /* NULL when outside the ring */
-uint32_t chain_oldest(void);               /* oldest ledger getTransaction covers */
 struct account *chain_account_get(const uint8_t key[32], bool create);
+
+/*
+ * Views (view.c). The ring keeps every ledger a view can reach: the fee
+ * windows and the retention window behind a view up to VIEW_MAX_LAG behind
+ * the head.
+ */
+uint32_t chain_view_ledger(unsigned lag);           /* max(genesis, latest - lag) */
+uint32_t chain_view_oldest(uint32_t view);          /* oldest ledger that view serves */
+void acct_note(struct account *a, uint32_t ledger); /* a's state at the end of ledger */
+const struct acct_state *acct_at(const struct account *a, uint32_t ledger); /* NULL: none then */
 
 /* In-flight bookkeeping (max_pending_per_account). */
 void inflight_add(const struct sim_tx *tx);

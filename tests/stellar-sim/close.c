@@ -1,5 +1,6 @@
 /*
- * close.c - closing a ledger (stellar-protocol.md 4.2, 4.4, 4.7):
+ * close.c - closing a ledger, as stellar-core does (surge pricing, sequence
+ * consumption, queue ageing and bans):
  *
  *  1. the close time is max(wall clock, previous + 1): close times strictly
  *     increase, as on the real network;
@@ -13,7 +14,9 @@
  *     included per-op bid, otherwise the base fee per op;
  *  4. included transactions are applied in that order: the fee source pays,
  *     the sequence number is consumed, the operation runs (SUCCESS or
- *     FAILED), the result is stored for getTransaction(s);
+ *     FAILED), the result is stored for getTransaction(s) and the new
+ *     state of every account it touched is noted for getLedgerEntries
+ *     under ingest lag (view.c);
  *  5. queued transactions not included within --queue-ledgers ledgers are
  *     dropped and their hashes banned for --ban-ledgers ledgers; black-holed
  *     ones are forgotten after the same time; bans expire.
@@ -62,6 +65,8 @@ static void free_ledger_slot(struct ledger *l)
 	free(l->txs);
 	free(l->fees_classic);
 	free(l->fees_soroban);
+	json_decref(l->header_json); /* answers still holding it keep their copy */
+	json_decref(l->meta_json);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -145,7 +150,6 @@ static int32_t run_op(const struct sim_tx *tx, struct op_outcome *op)
 		else {
 			src->balance -= tx->pay_amount;
 			dst->balance += tx->pay_amount;
-			dst->last_modified = g_chain.latest + 1;
 		}
 		return op->code;
 	}
@@ -162,6 +166,30 @@ static int32_t run_op(const struct sim_tx *tx, struct op_outcome *op)
 	return op->code;
 }
 
+/*
+ * Record, for getLedgerEntries under ingest lag, the state every account the
+ * tx changed has at the end of ledger seq (later txs of the ledger overwrite):
+ * the fee payer and the sequence account always, the payment's destination
+ * or the vault call's user only when the operation succeeded (a failed one
+ * changed nothing there, and lastModifiedLedgerSeq must not move).
+ */
+static void note_touched(const struct sim_tx *tx, const struct op_outcome *op,
+			 struct account *payer, struct account *src, uint32_t seq)
+{
+	struct account *other = NULL;
+
+	acct_note(payer, seq);
+	acct_note(src, seq);
+	if (op->code != 0)
+		return;
+	if (tx->kind == SIM_OP_PAYMENT)
+		other = chain_account_get(tx->pay_dest, false);
+	else if (tx->kind == SIM_OP_VAULT && tx->call.fn != SIM_VAULT_REBALANCE)
+		other = chain_account_get(tx->call.user, false);
+	if (other)
+		acct_note(other, seq);
+}
+
 /* Apply one included tx; returns its stored record (or NULL on ENOMEM). */
 static struct txrec *apply(struct sim_tx *tx, int64_t incl_charged, uint32_t seq, uint64_t t,
 			   uint32_t order)
@@ -175,10 +203,9 @@ static struct txrec *apply(struct sim_tx *tx, int64_t incl_charged, uint32_t seq
 	if (payer->balance < charged)
 		charged = payer->balance > 0 ? (int64_t)payer->balance : 0;
 	payer->balance -= charged;
-	payer->last_modified = seq;
 	src->seq = tx->seq;
-	src->last_modified = seq;
 	run_op(tx, &op);
+	note_touched(tx, &op, payer, src, seq);
 	inflight_applied(tx);
 	if (!r)
 		return NULL;
@@ -186,6 +213,7 @@ static struct txrec *apply(struct sim_tx *tx, int64_t incl_charged, uint32_t seq
 	memcpy(r->inner_node.key, tx->inner_hash, 32);
 	r->fee_bump = tx->fee_bump;
 	r->success = op.code == 0;
+	r->soroban = tx->soroban;
 	r->ledger = seq;
 	r->order = order;
 	r->created_at = t;
@@ -279,6 +307,25 @@ static void include(struct ledger *l, struct cand *c, size_t n)
 	}
 }
 
+/* The new ledger's slot: close time, and the hash of its header. */
+static struct ledger *open_slot(const struct ledger *prev, uint32_t seq, uint64_t t)
+{
+	struct ledger *l = &g_chain.ring[seq % g_chain.ring_size];
+	struct enc_ledger e = {.seq = seq,
+			       .close_time = t,
+			       .base_fee = g_chain.cfg.base_fee,
+			       .max_tx_set_size = g_chain.cfg.ledger_capacity};
+
+	if (l->seq)
+		free_ledger_slot(l);
+	memcpy(e.prev_hash, prev->hash, 32);
+	enc_ledger_hash(&e);
+	l->seq = seq;
+	l->close_time = t;
+	memcpy(l->hash, e.hash, 32);
+	return l;
+}
+
 void chain_close_ledger(void)
 {
 	struct ledger *prev, *l;
@@ -286,23 +333,13 @@ void chain_close_ledger(void)
 	uint32_t seq;
 	struct cand *c;
 	size_t n = 0;
-	crypto_hash_sha256_state h;
 
 	pthread_mutex_lock(&g_chain.lock);
 	prev = chain_ledger(g_chain.latest);
 	seq = g_chain.latest + 1;
 	if (t <= prev->close_time)
 		t = prev->close_time + 1;
-	l = &g_chain.ring[seq % g_chain.ring_size];
-	if (l->seq)
-		free_ledger_slot(l);
-	l->seq = seq;
-	l->close_time = t;
-	crypto_hash_sha256_init(&h);
-	crypto_hash_sha256_update(&h, prev->hash, 32);
-	crypto_hash_sha256_update(&h, (const uint8_t *)&seq, sizeof(seq));
-	crypto_hash_sha256_update(&h, (const uint8_t *)&t, sizeof(t));
-	crypto_hash_sha256_final(&h, l->hash);
+	l = open_slot(prev, seq, t);
 	c = collect(seq, t, &n);
 	if (c) {
 		qsort(c, n, sizeof(*c), cand_cmp);

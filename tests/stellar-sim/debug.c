@@ -72,14 +72,14 @@ static const char *sim_error(const struct sim_tx *tx, const struct account *src)
 	}
 }
 
-json_t *chain_simulate(const struct sim_tx *tx)
+json_t *chain_simulate(const struct sim_tx *tx, unsigned lag)
 {
 	json_t *o = json_object(), *res, *auth;
 	const char *e;
 	char *data, fee[24];
 
 	pthread_mutex_lock(&g_chain.lock);
-	json_object_set_new(o, "latestLedger", json_integer(g_chain.latest));
+	json_object_set_new(o, "latestLedger", json_integer(chain_view_ledger(lag)));
 	e = sim_error(tx, chain_account_get(tx->source, false));
 	pthread_mutex_unlock(&g_chain.lock);
 	if (e) {
@@ -182,7 +182,9 @@ int chain_debug_accounts(json_t *req, char *errbuf, size_t errlen)
 		acc->exists = true;
 		acc->seq = seq;
 		acc->balance = bal;
-		acc->last_modified = g_chain.latest;
+		/* as if the latest ledger had left it so: views behind it do not
+		 * see the account (or its reset) yet */
+		acct_note(acc, g_chain.latest);
 	}
 	pthread_mutex_unlock(&g_chain.lock);
 	return 0;
@@ -209,6 +211,17 @@ static void put_balance(struct table_node *n, void *arg)
 	json_object_set_new(json_object_get(o, "accounts"), id, acc);
 }
 
+/* The ingest lag in force: ingest_lag_alt_ledgers is null with one view. */
+static void put_views(json_t *o)
+{
+	unsigned lag, alt;
+	bool two;
+
+	view_get(&lag, &two, &alt);
+	json_object_set_new(o, "ingest_lag_ledgers", json_integer(lag));
+	json_object_set_new(o, "ingest_lag_alt_ledgers", two ? json_integer(alt) : json_null());
+}
+
 json_t *chain_debug_state(void)
 {
 	json_t *o = json_object();
@@ -223,7 +236,7 @@ json_t *chain_debug_state(void)
 	json_object_set_new(o, "latest_ledger", json_integer(g_chain.latest));
 	json_object_set_new(o, "latest_close_time",
 			    json_integer((json_int_t)chain_ledger(g_chain.latest)->close_time));
-	json_object_set_new(o, "oldest_ledger", json_integer(chain_oldest()));
+	json_object_set_new(o, "oldest_ledger", json_integer(chain_view_oldest(g_chain.latest)));
 	v = chain_account_get(g_chain.cfg.vault_contract, false);
 	json_object_set_new(o, "vault_reserve", str_i128(v ? v->balance : 0));
 	json_object_set_new(o, "queue_size", json_integer((json_int_t)g_chain.n_queue));
@@ -236,6 +249,7 @@ json_t *chain_debug_state(void)
 	json_object_set_new(o, "ledger_capacity", json_integer(g_chain.cfg.ledger_capacity));
 	json_object_set_new(o, "queue_capacity", json_integer(g_chain.cfg.queue_capacity));
 	json_object_set_new(o, "passphrase", json_string(g_chain.cfg.passphrase));
+	put_views(o);
 	return o;
 }
 

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FAULT_MAX        32
@@ -60,7 +61,58 @@ static const char *const known[] = {"method",
 				    "try_again_later_rate",
 				    "blackhole_rate",
 				    "background_fee_load",
+				    "ingest_lag_ledgers",
+				    "ingest_lag_alt_ledgers",
 				    NULL};
+
+/* Fields that set a global knob rather than a method's fault entry. */
+static bool global_field(const char *k)
+{
+	return !strcmp(k, "background_fee_load") || !strcmp(k, "ingest_lag_ledgers") ||
+	       !strcmp(k, "ingest_lag_alt_ledgers");
+}
+
+/* The global knobs a body sets, validated before anything changes. */
+struct globals {
+	bool has_load, has_lag, two_views;
+	unsigned load, lag, alt_lag;
+};
+
+/* A whole-number knob in 0..max, or -1 with "<name>: <value> is not ..." in errbuf. */
+static int get_whole(json_t *body, const char *name, unsigned max, unsigned *out, char *errbuf,
+		     size_t errlen)
+{
+	json_t *v = json_object_get(body, name);
+	char *text;
+
+	if (!v || whole(v, max, out))
+		return 0;
+	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	snprintf(errbuf, errlen, "%s: %.32s is not an integer 0..%u", name, text ? text : "?", max);
+	free(text);
+	return -1;
+}
+
+static int parse_globals(json_t *body, struct globals *g, char *errbuf, size_t errlen)
+{
+	json_t *lag = json_object_get(body, "ingest_lag_ledgers");
+	json_t *alt = json_object_get(body, "ingest_lag_alt_ledgers");
+
+	memset(g, 0, sizeof(*g));
+	g->has_load = json_object_get(body, "background_fee_load") != NULL;
+	g->has_lag = lag != NULL;
+	g->two_views = alt != NULL;
+	if (get_whole(body, "background_fee_load", 100000, &g->load, errbuf, errlen) ||
+	    get_whole(body, "ingest_lag_ledgers", VIEW_MAX_LAG, &g->lag, errbuf, errlen) ||
+	    get_whole(body, "ingest_lag_alt_ledgers", VIEW_MAX_LAG, &g->alt_lag, errbuf, errlen))
+		return -1;
+	if (alt && !lag) {
+		snprintf(errbuf, errlen,
+			 "ingest_lag_alt_ledgers: only with ingest_lag_ledgers (the other view)");
+		return -1;
+	}
+	return 0;
+}
 
 static int check_fields(json_t *body, char *errbuf, size_t errlen)
 {
@@ -127,40 +179,58 @@ static int store(const char *method, const struct fault *f, char *errbuf, size_t
 	return 0;
 }
 
+/* Does the body carry any per-method field (so a method entry is stored)? */
+static bool has_method_fields(json_t *body)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(body, k, v)
+	{
+		if (!global_field(k))
+			return true;
+	}
+	return false;
+}
+
+static void apply_globals(const struct globals *g)
+{
+	if (g->has_load)
+		chain_set_background_load(g->load);
+	if (g->has_lag)
+		view_set(g->lag, g->two_views, g->alt_lag);
+}
+
 int faults_set(json_t *body, char *errbuf, size_t errlen)
 {
-	json_t *load = json_object_get(body, "background_fee_load");
+	struct globals g;
 	struct fault f;
 	const char *method;
-	unsigned n_load = 0;
 	int rc = 0;
 
 	if (!json_is_object(body)) {
 		snprintf(errbuf, errlen, "body: expected a JSON object");
 		return -1;
 	}
-	if (check_fields(body, errbuf, errlen))
-		return -1;
-	if (load && !whole(load, 100000, &n_load)) {
-		snprintf(errbuf, errlen, "background_fee_load: expected an integer 0..100000");
-		return -1;
-	}
-	if (parse(body, &f, &method, errbuf, errlen))
+	if (check_fields(body, errbuf, errlen) || parse_globals(body, &g, errbuf, errlen) ||
+	    parse(body, &f, &method, errbuf, errlen))
 		return -1;
 	if (json_object_size(body) == 0) {
 		pthread_mutex_lock(&lock);
 		n_entries = 0;
 		pthread_mutex_unlock(&lock);
 		chain_set_background_load(0);
+		view_set(0, false, 0);
 		return 0;
 	}
-	if (load)
-		chain_set_background_load(n_load);
-	if (load && json_object_size(body) == 1)
-		return 0;
-	pthread_mutex_lock(&lock);
-	rc = store(method, &f, errbuf, errlen);
-	pthread_mutex_unlock(&lock);
+	/* the method entry first: it is the one part that can still fail */
+	if (has_method_fields(body)) {
+		pthread_mutex_lock(&lock);
+		rc = store(method, &f, errbuf, errlen);
+		pthread_mutex_unlock(&lock);
+	}
+	if (rc == 0)
+		apply_globals(&g);
 	return rc;
 }
 
@@ -192,7 +262,16 @@ bool faults_roll(double rate)
 json_t *faults_json(void)
 {
 	json_t *o = json_object();
+	unsigned lag, alt;
+	bool two;
 	size_t i;
+
+	/* the ingest lag, when one is in force, beside the method entries */
+	view_get(&lag, &two, &alt);
+	if (lag || two)
+		json_object_set_new(o, "ingest_lag_ledgers", json_integer(lag));
+	if (two)
+		json_object_set_new(o, "ingest_lag_alt_ledgers", json_integer(alt));
 
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < n_entries; i++) {

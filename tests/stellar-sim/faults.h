@@ -4,8 +4,11 @@
  *	 "http_5xx_rate": x, "garbage_rate": x, "try_again_later_rate": x,
  *	 "blackhole_rate": x}
  * (rates in 0..1, every field optional, a missing one is 0; "method"
- * defaults to "*"), {"background_fee_load": n}, or {} to clear everything.
- * A method's own entry wins over "*". Dice come from the --seed PRNG.
+ * defaults to "*"), the global knobs {"background_fee_load": n} and
+ * {"ingest_lag_ledgers": n} or {"ingest_lag_ledgers": n,
+ * "ingest_lag_alt_ledgers": m} (lags 0..VIEW_MAX_LAG, see chain.h), or {} to
+ * clear everything. A body with only global knobs leaves the method entries
+ * alone. A method's own entry wins over "*". Dice come from the --seed PRNG.
  */
 #ifndef OUTBOX_SIM_FAULTS_H
 #define OUTBOX_SIM_FAULTS_H

@@ -4,7 +4,8 @@
  * default), per lane. Soroban records the whole tx's inclusion fee, classic
  * the fee per operation. Percentiles are nearest-rank (k = ceil(p*n/100),
  * value sorted[k-1]); mode is the most frequent value, the smallest on a
- * tie. An empty window gives all zeros, ledgerCount 0 included.
+ * tie. An empty window gives all zeros, ledgerCount 0 included. Under
+ * ingest lag the window ends at the view's ledger.
  */
 #include "tests/stellar-sim/chain_state.h"
 
@@ -52,7 +53,8 @@ static int64_t mode_of(const int64_t *v, size_t n)
 	return best;
 }
 
-static json_t *distribution(bool soroban)
+/* The lane's distribution over the window ending at ledger `view`. */
+static json_t *distribution(bool soroban, uint32_t view)
 {
 	static const unsigned ps[] = {10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99};
 	unsigned window = soroban ? g_chain.cfg.fee_window_soroban : g_chain.cfg.fee_window_classic;
@@ -63,7 +65,7 @@ static json_t *distribution(bool soroban)
 	json_t *o = json_object();
 	char name[8];
 
-	for (s = g_chain.latest; s >= g_chain.genesis && ledgers < window; s--) {
+	for (s = view; s >= g_chain.genesis && ledgers < window; s--) {
 		struct ledger *l = chain_ledger(s);
 		const int64_t *f;
 		uint32_t m;
@@ -103,14 +105,16 @@ static json_t *distribution(bool soroban)
 	return o;
 }
 
-json_t *chain_fee_stats(void)
+json_t *chain_fee_stats(unsigned lag)
 {
 	json_t *o = json_object();
+	uint32_t view;
 
 	pthread_mutex_lock(&g_chain.lock);
-	json_object_set_new(o, "sorobanInclusionFee", distribution(true));
-	json_object_set_new(o, "inclusionFee", distribution(false));
-	json_object_set_new(o, "latestLedger", json_integer(g_chain.latest));
+	view = chain_view_ledger(lag);
+	json_object_set_new(o, "sorobanInclusionFee", distribution(true, view));
+	json_object_set_new(o, "inclusionFee", distribution(false, view));
+	json_object_set_new(o, "latestLedger", json_integer(view));
 	pthread_mutex_unlock(&g_chain.lock);
 	return o;
 }

@@ -50,6 +50,14 @@ static json_t *get_network(json_t *p, struct rpc_fail *e)
 			 SIM_PROTOCOL_VERSION);
 }
 
+/* getVersionInfo: stellar-rpc's shape; the sim has no build stamps to give. */
+static json_t *get_version_info(json_t *p, struct rpc_fail *e)
+{
+	return json_pack("{s:s,s:s,s:s,s:s,s:i}", "version", "stellar-sim", "commitHash", "",
+			 "buildTimestamp", "", "captiveCoreVersion", "", "protocolVersion",
+			 SIM_PROTOCOL_VERSION);
+}
+
 static const char *envelope_param(json_t *p, size_t *len, struct rpc_fail *e)
 {
 	json_t *t = json_object_get(p, "transaction");
@@ -66,7 +74,8 @@ static const char *envelope_param(json_t *p, size_t *len, struct rpc_fail *e)
 	return json_string_value(t);
 }
 
-static json_t *send_transaction(json_t *p, const struct rpc_faults *f, struct rpc_fail *e)
+static json_t *send_transaction(json_t *p, const struct rpc_faults *f, unsigned lag,
+				struct rpc_fail *e)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	static const char *const names[] = {"PENDING", "DUPLICATE", "TRY_AGAIN_LATER", "ERROR"};
@@ -87,9 +96,9 @@ static json_t *send_transaction(json_t *p, const struct rpc_faults *f, struct rp
 		sim_tx_free(tx);
 		memset(&out, 0, sizeof(out));
 		out.status = SUBMIT_TRY_AGAIN_LATER;
-		chain_latest(&out.latest_ledger, &out.latest_close_time);
+		chain_view(lag, &out.latest_ledger, &out.latest_close_time);
 	} else {
-		chain_submit(tx, f->blackhole, &out);
+		chain_submit(tx, f->blackhole, lag, &out);
 	}
 	snprintf(ct, sizeof(ct), "%llu", (unsigned long long)out.latest_close_time);
 	o = json_pack("{s:s,s:s,s:i,s:s}", "status", names[out.status], "hash", hex, "latestLedger",
@@ -101,7 +110,7 @@ static json_t *send_transaction(json_t *p, const struct rpc_faults *f, struct rp
 	return o;
 }
 
-static json_t *simulate_transaction(json_t *p, struct rpc_fail *e)
+static json_t *simulate_transaction(json_t *p, unsigned lag, struct rpc_fail *e)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct sim_tx *tx;
@@ -114,12 +123,12 @@ static json_t *simulate_transaction(json_t *p, struct rpc_fail *e)
 	tx = envelope_decode_unsigned(chain_config(), b64, len, &err);
 	if (!tx)
 		return fail(e, -32602, "invalid_xdr");
-	o = chain_simulate(tx);
+	o = chain_simulate(tx, lag);
 	sim_tx_free(tx);
 	return o;
 }
 
-static json_t *get_transaction(json_t *p, struct rpc_fail *e)
+static json_t *get_transaction(json_t *p, unsigned lag, struct rpc_fail *e)
 {
 	json_t *h = json_object_get(p, "hash");
 	uint8_t hash[32];
@@ -127,10 +136,10 @@ static json_t *get_transaction(json_t *p, struct rpc_fail *e)
 	if (!json_is_string(h) || json_string_length(h) != 64 ||
 	    sim_unhex(json_string_value(h), hash, 32) < 0)
 		return fail(e, -32602, "invalid hash: expected 64 hex characters");
-	return chain_get_transaction(hash);
+	return chain_get_transaction(hash, lag);
 }
 
-static json_t *get_transactions(json_t *p, struct rpc_fail *e)
+static json_t *get_transactions(json_t *p, unsigned lag, struct rpc_fail *e)
 {
 	json_t *sl = json_object_get(p, "startLedger"), *pg = json_object_get(p, "pagination");
 	json_t *cur = json_object_get(pg, "cursor"), *lim = json_object_get(pg, "limit"), *o;
@@ -164,17 +173,21 @@ static json_t *get_transactions(json_t *p, struct rpc_fail *e)
 			return fail(e, -32602, "limit must not exceed 200");
 		limit = json_integer_value(lim);
 	}
-	o = chain_get_transactions((uint32_t)start, cursor, (unsigned)limit, buf, sizeof(buf));
+	o = chain_get_transactions((uint32_t)start, cursor, (unsigned)limit, lag, buf, sizeof(buf));
 	return o ? o : fail(e, -32602, buf);
 }
 
-/* One LedgerKey: an account yields an entry; other types are not stored here. */
-static int ledger_entry(const char *b64, size_t len, json_t *entries, struct rpc_fail *e)
+/*
+ * One LedgerKey: an account yields its entry as of the end of ledger view;
+ * other types are not stored here.
+ */
+static int ledger_entry(const char *b64, size_t len, uint32_t view, json_t *entries,
+			struct rpc_fail *e)
 {
 	uint8_t raw[256], key[32];
+	struct acct_state st;
+	uint32_t type;
 	size_t n;
-	int64_t seq, bal;
-	uint32_t lm, type;
 	char *xdr;
 
 	if (xdr_b64_decode(b64, len, raw, sizeof(raw), &n, "keys", NULL) < 0 || n < 8)
@@ -189,19 +202,23 @@ static int ledger_entry(const char *b64, size_t len, json_t *entries, struct rpc
 	if (n != 40 || memcmp(raw + 4, "\0\0\0\0", 4))
 		return fail(e, -32602, "cannot unmarshal key value: invalid_xdr"), -1;
 	memcpy(key, raw + 8, 32);
-	if (!chain_account(key, &seq, &bal, &lm))
+	if (!chain_account_at(key, view, &st))
 		return 0;
-	xdr = enc_account_entry(key, bal, seq);
+	xdr = enc_account_entry(key, st.balance, st.seq);
 	if (!xdr)
 		return fail(e, -32603, "out of memory"), -1;
 	json_array_append_new(entries, json_pack("{s:s%,s:s,s:i,s:s}", "key", b64, len, "xdr", xdr,
-						 "lastModifiedLedgerSeq", (json_int_t)lm, "extXdr",
-						 "AAAAAA=="));
+						 "lastModifiedLedgerSeq", (json_int_t)st.ledger,
+						 "extXdr", "AAAAAA=="));
 	free(xdr);
 	return 0;
 }
 
-static json_t *get_ledger_entries(json_t *p, struct rpc_fail *e)
+/*
+ * Every entry is read as of one ledger, the view's, fixed before the first:
+ * ledgers closing meanwhile change nothing in the answer.
+ */
+static json_t *get_ledger_entries(json_t *p, unsigned lag, struct rpc_fail *e)
 {
 	json_t *keys = json_object_get(p, "keys"), *k, *entries;
 	uint32_t latest;
@@ -212,12 +229,12 @@ static json_t *get_ledger_entries(json_t *p, struct rpc_fail *e)
 		return fail(e, -32602, "keys: expected a non-empty array");
 	if (json_array_size(keys) > RPC_MAX_KEYS)
 		return fail(e, -32602, "key count exceeds maximum (200)");
-	chain_latest(&latest, &ct);
+	chain_view(lag, &latest, &ct);
 	entries = json_array();
 	json_array_foreach(keys, i, k)
 	{
-		if (!json_is_string(k) ||
-		    ledger_entry(json_string_value(k), json_string_length(k), entries, e) < 0) {
+		if (!json_is_string(k) || ledger_entry(json_string_value(k), json_string_length(k),
+						       latest, entries, e) < 0) {
 			if (!e->code)
 				fail(e, -32602, "keys: expected base64 strings");
 			json_decref(entries);
@@ -243,24 +260,31 @@ json_t *rpc_handle(json_t *req, const struct rpc_faults *f)
 				 "invalid parameters: pass params by name, as an object");
 	if (!p)
 		p = owned = json_object();
+	/*
+	 * Read methods answer from a view (view_pick: one load-balancer die per
+	 * request when two lags are set); submission and simulation report
+	 * view A's ledger.
+	 */
 	if (!strcmp(m, "getHealth"))
-		res = chain_health();
+		res = chain_health(view_pick());
 	else if (!strcmp(m, "getNetwork"))
 		res = get_network(p, &e);
+	else if (!strcmp(m, "getVersionInfo"))
+		res = get_version_info(p, &e);
 	else if (!strcmp(m, "getLatestLedger"))
-		res = chain_latest_ledger();
+		res = chain_latest_ledger(view_pick());
 	else if (!strcmp(m, "getFeeStats"))
-		res = chain_fee_stats();
+		res = chain_fee_stats(view_pick());
 	else if (!strcmp(m, "getLedgerEntries"))
-		res = get_ledger_entries(p, &e);
+		res = get_ledger_entries(p, view_pick(), &e);
 	else if (!strcmp(m, "simulateTransaction"))
-		res = simulate_transaction(p, &e);
+		res = simulate_transaction(p, view_primary(), &e);
 	else if (!strcmp(m, "sendTransaction"))
-		res = send_transaction(p, f, &e);
+		res = send_transaction(p, f, view_primary(), &e);
 	else if (!strcmp(m, "getTransaction"))
-		res = get_transaction(p, &e);
+		res = get_transaction(p, view_pick(), &e);
 	else if (!strcmp(m, "getTransactions"))
-		res = get_transactions(p, &e);
+		res = get_transactions(p, view_pick(), &e);
 	else
 		fail(&e, -32601, "method not found");
 	json_decref(owned);

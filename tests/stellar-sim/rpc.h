@@ -1,6 +1,6 @@
 /*
- * rpc.h - JSON-RPC 2.0 dispatch of the Stellar RPC methods outboxd uses.
- * Shapes: stellar-protocol.md section 1.
+ * rpc.h - JSON-RPC 2.0 dispatch of the Stellar RPC methods outboxd uses,
+ * in stellar-rpc's shapes (README.md lists them).
  */
 #ifndef OUTBOX_SIM_RPC_H
 #define OUTBOX_SIM_RPC_H

@@ -5,8 +5,10 @@
  * pool) and applies fault injection; rpc.c dispatches JSON-RPC methods;
  * envelope.c decodes and signature-checks submitted envelopes WITHOUT the
  * chain lock (the expensive part); everything that reads or changes chain
- * state (chain.c, submit.c, close.c, vault.c, feestats.c) runs under the one
- * chain mutex; a timer thread closes a ledger every --ledger-ms.
+ * state (chain.c, submit.c, close.c, vault.c, feestats.c, view.c's account
+ * history) runs under the one chain mutex; read methods answer as of a view
+ * (view.c: the ingest-lag fault picks its ledger); a timer thread closes a
+ * ledger every --ledger-ms.
  *
  * This header holds the configuration and the pieces shared by several
  * files. The chain's API is in chain.h.

@@ -1,7 +1,7 @@
 /*
  * submit.c - sendTransaction admission, modelled on stellar-core's
- * TransactionQueue::tryAdd and TransactionFrame::checkValid
- * (stellar-protocol.md 4.1, 4.3, 4.4, 4.5, 4.7):
+ * TransactionQueue::tryAdd and TransactionFrame::checkValid, always against
+ * the head (a lagging stellar-rpc still submits to a current core):
  *
  *  - a banned hash, or a second transaction from an account that already has
  *    one queued, gets TRY_AGAIN_LATER; the same full hash again gets
@@ -235,15 +235,16 @@ static enum submit_status admit(struct sim_tx *tx, bool blackhole, struct verdic
 	return SUBMIT_PENDING;
 }
 
-void chain_submit(struct sim_tx *tx, bool blackhole, struct submit_out *out)
+void chain_submit(struct sim_tx *tx, bool blackhole, unsigned lag, struct submit_out *out)
 {
 	struct verdict v = {0, 0, 0};
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&g_chain.lock);
 	out->status = admit(tx, blackhole, &v);
-	out->latest_ledger = g_chain.latest;
-	out->latest_close_time = chain_ledger(g_chain.latest)->close_time;
+	/* core validated against the head; stellar-rpc reports its own ledger */
+	out->latest_ledger = chain_view_ledger(lag);
+	out->latest_close_time = chain_ledger(out->latest_ledger)->close_time;
 	pthread_mutex_unlock(&g_chain.lock);
 	if (out->status == SUBMIT_ERROR) {
 		if (v.code == TX_FEE_BUMP_INNER_FAILED)

@@ -253,8 +253,6 @@ int vault_apply(const struct sim_vault_call *c)
 	default:
 		return IHF_TRAPPED;
 	}
-	if (user)
-		user->last_modified = g_chain.latest + 1;
 	count_success(c->op_ref);
 	return IHF_SUCCESS;
 }

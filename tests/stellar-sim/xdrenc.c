@@ -1,10 +1,13 @@
 /*
- * xdrenc.c - see xdrenc.h. Layouts: stellar-protocol.md 1.5, 2.9, 2.13, 2.14
- * and 1.3. Only the arms the simulator produces are written.
+ * xdrenc.c - see xdrenc.h. Layouts are stellar-xdr's (Stellar-ledger.x,
+ * Stellar-ledger-entries.x, Stellar-transaction.x, Stellar-contract.x) at
+ * protocol 23. Only the arms the simulator produces are written.
  */
 #include "tests/stellar-sim/xdrenc.h"
 #include "common/stellar/txresult.h"
 
+#include <errno.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,32 +170,114 @@ void enc_auth_source_account(struct xdr_writer *w, const struct xdr_sc_address *
 	xdr_put_u32(w, 0); /* subInvocations<> */
 }
 
-char *enc_ledger_header(uint32_t seq, uint64_t close_time, const uint8_t prev_hash[32],
-			uint32_t base_fee, uint32_t max_tx_set_size)
+static void put_ledger_header(struct xdr_writer *w, const struct enc_ledger *l)
 {
 	static const uint8_t zero[32];
-	struct xdr_writer w;
 	int i;
 
-	xdr_writer_init(&w, ENC_MAX);
-	xdr_put_u32(&w, SIM_PROTOCOL_VERSION);
-	xdr_put_fixed(&w, prev_hash, 32);
-	xdr_put_fixed(&w, zero, 32); /* StellarValue.txSetHash */
-	xdr_put_u64(&w, close_time);
-	xdr_put_u32(&w, 0);          /* upgrades<> */
-	xdr_put_u32(&w, 0);          /* STELLAR_VALUE_BASIC */
-	xdr_put_fixed(&w, zero, 32); /* txSetResultHash */
-	xdr_put_fixed(&w, zero, 32); /* bucketListHash */
-	xdr_put_u32(&w, seq);
-	xdr_put_i64(&w, 1000000000000000000LL); /* totalCoins */
-	xdr_put_i64(&w, 0);                     /* feePool */
-	xdr_put_u32(&w, 0);                     /* inflationSeq */
-	xdr_put_u64(&w, 0);                     /* idPool */
-	xdr_put_u32(&w, base_fee);
-	xdr_put_u32(&w, 5000000); /* baseReserve */
-	xdr_put_u32(&w, max_tx_set_size);
+	xdr_put_u32(w, SIM_PROTOCOL_VERSION);
+	xdr_put_fixed(w, l->prev_hash, 32);
+	xdr_put_fixed(w, zero, 32); /* StellarValue.txSetHash */
+	xdr_put_u64(w, l->close_time);
+	xdr_put_u32(w, 0);          /* upgrades<> */
+	xdr_put_u32(w, 0);          /* STELLAR_VALUE_BASIC */
+	xdr_put_fixed(w, zero, 32); /* txSetResultHash */
+	xdr_put_fixed(w, zero, 32); /* bucketListHash */
+	xdr_put_u32(w, l->seq);
+	xdr_put_i64(w, 1000000000000000000LL); /* totalCoins */
+	xdr_put_i64(w, 0);                     /* feePool */
+	xdr_put_u32(w, 0);                     /* inflationSeq */
+	xdr_put_u64(w, 0);                     /* idPool */
+	xdr_put_u32(w, l->base_fee);
+	xdr_put_u32(w, 5000000); /* baseReserve */
+	xdr_put_u32(w, l->max_tx_set_size);
 	for (i = 0; i < 4; i++)
-		xdr_put_fixed(&w, zero, 32); /* skipList */
-	xdr_put_u32(&w, 0);                  /* ext */
+		xdr_put_fixed(w, zero, 32); /* skipList */
+	xdr_put_u32(w, 0);                  /* ext */
+}
+
+void enc_ledger_hash(struct enc_ledger *l)
+{
+	uint8_t buf[512];
+	struct xdr_writer w;
+
+	xdr_writer_init_fixed(&w, buf, sizeof(buf));
+	put_ledger_header(&w, l);
+	crypto_hash_sha256(l->hash, buf, w.len); /* a fixed-size header: always fits */
+}
+
+/*
+ * LedgerCloseMeta v1 around the header bytes hdr: stellar-rpc always sends
+ * one, and the SDK refuses a getLatestLedger answer without it.
+ */
+static void put_close_meta(struct xdr_writer *w, const struct enc_ledger *l,
+			   const struct xdr_writer *hdr)
+{
+	xdr_put_u32(w, 1); /* LedgerCloseMeta v1 */
+	xdr_put_u32(w, 0); /* LedgerCloseMetaExt v0 */
+	xdr_put_fixed(w, l->hash, 32);
+	xdr_put_raw(w, hdr->buf, hdr->len);
+	xdr_put_u32(w, 0); /* LedgerHeaderHistoryEntry.ext */
+	xdr_put_u32(w, 1); /* GeneralizedTransactionSet v1 */
+	xdr_put_fixed(w, l->prev_hash, 32);
+	xdr_put_u32(w, 2); /* phases: classic, then Soroban */
+	xdr_put_u32(w, 0); /* classic: v0 components */
+	xdr_put_u32(w, 0); /*   none */
+	xdr_put_u32(w, 1); /* Soroban: ParallelTxsComponent */
+	xdr_put_u32(w, 0); /*   baseFee absent */
+	xdr_put_u32(w, 0); /*   executionStages<> */
+	xdr_put_u32(w, 0); /* txProcessing<> */
+	xdr_put_u32(w, 0); /* upgradesProcessing<> */
+	xdr_put_u32(w, 0); /* scpInfo<> */
+	xdr_put_u64(w, 0); /* totalByteSizeOfLiveSorobanState */
+	xdr_put_u32(w, 0); /* evictedKeys<> */
+	xdr_put_u32(w, 0); /* unused<> */
+}
+
+int enc_latest_ledger(const struct enc_ledger *l, char **header_b64, char **meta_b64)
+{
+	struct xdr_writer hdr, meta;
+
+	xdr_writer_init(&hdr, ENC_MAX);
+	xdr_writer_init(&meta, ENC_MAX);
+	put_ledger_header(&hdr, l);
+	put_close_meta(&meta, l, &hdr);
+	*header_b64 = enc_b64(&hdr);
+	*meta_b64 = enc_b64(&meta);
+	xdr_writer_release(&hdr);
+	xdr_writer_release(&meta);
+	if (*header_b64 && *meta_b64)
+		return 0;
+	free(*header_b64);
+	free(*meta_b64);
+	*header_b64 = *meta_b64 = NULL;
+	return -ENOMEM;
+}
+
+char *enc_tx_meta(bool soroban, bool success)
+{
+	struct xdr_writer w;
+
+	xdr_writer_init(&w, ENC_MAX);
+	xdr_put_u32(&w, 4); /* TransactionMeta v4 */
+	xdr_put_u32(&w, 0); /* ext */
+	xdr_put_u32(&w, 0); /* txChangesBefore<> */
+	/* core writes operation metas only for a tx that succeeded */
+	xdr_put_u32(&w, success ? 1 : 0);
+	if (success) {
+		xdr_put_u32(&w, 0); /* OperationMetaV2.ext */
+		xdr_put_u32(&w, 0); /* changes<> */
+		xdr_put_u32(&w, 0); /* events<> */
+	}
+	xdr_put_u32(&w, 0);               /* txChangesAfter<> */
+	xdr_put_u32(&w, soroban ? 1 : 0); /* sorobanMeta* */
+	if (soroban) {
+		xdr_put_u32(&w, 0);               /* SorobanTransactionMetaExt v0 */
+		xdr_put_u32(&w, success ? 1 : 0); /* returnValue* */
+		if (success)
+			xdr_put_u32(&w, SCV_VOID); /* every vault function returns void */
+	}
+	xdr_put_u32(&w, 0); /* events<> */
+	xdr_put_u32(&w, 0); /* diagnosticEvents<> */
 	return finish(&w);
 }

@@ -3,7 +3,8 @@
  * common/stellar's writer primitives: TransactionResult (resultXdr and
  * errorResultXdr), account LedgerEntryData (getLedgerEntries), the vault's
  * footprint keys, SorobanTransactionData and SorobanAuthorizationEntry
- * (simulateTransaction), and a LedgerHeader (getLatestLedger).
+ * (simulateTransaction), a LedgerHeader and LedgerCloseMeta
+ * (getLatestLedger) and TransactionMeta (getTransaction(s)).
  *
  * Every function returns a malloc'd base64 string, or NULL on ENOMEM, unless
  * it says otherwise.
@@ -54,9 +55,36 @@ void enc_auth_source_account(struct xdr_writer *w, const struct xdr_sc_address *
 			     struct xdr_bytes function, const struct xdr_scval *args,
 			     uint32_t n_args);
 
-/* A LedgerHeader with the fields getLatestLedger readers look at. */
-char *enc_ledger_header(uint32_t seq, uint64_t close_time, const uint8_t prev_hash[32],
-			uint32_t base_fee, uint32_t max_tx_set_size);
+/* What the simulator knows of a closed ledger, for its header and close meta. */
+struct enc_ledger {
+	uint32_t seq;
+	uint64_t close_time;
+	uint8_t hash[32];      /* SHA-256 of its LedgerHeader (enc_ledger_hash) */
+	uint8_t prev_hash[32]; /* zeros for the genesis ledger */
+	uint32_t base_fee;
+	uint32_t max_tx_set_size;
+};
+
+/* The ledger's hash: SHA-256 of its LedgerHeader XDR, as on the real network. */
+void enc_ledger_hash(struct enc_ledger *l);
+
+/*
+ * getLatestLedger's headerXdr (a LedgerHeader with the fields its readers
+ * look at: sequence, close time, baseFee, baseReserve, maxTxSetSize) and
+ * metadataXdr (a LedgerCloseMeta v1: the LedgerHeaderHistoryEntry, an empty
+ * generalized tx set with a classic and a parallel Soroban phase, and empty
+ * tx processing, upgrades, SCP info and evictions). 0, or -ENOMEM with
+ * nothing allocated.
+ */
+int enc_latest_ledger(const struct enc_ledger *l, char **header_b64, char **meta_b64);
+
+/*
+ * An applied tx's TransactionMeta v4 (protocol 23): no ledger-entry changes
+ * and no events, one empty OperationMetaV2 when it succeeded, and for a
+ * Soroban tx a SorobanTransactionMetaV2 whose returnValue is the vault call's
+ * (SCV_VOID) on success and absent on failure.
+ */
+char *enc_tx_meta(bool soroban, bool success);
 
 /* Base64 of a writer's bytes (the writer is left untouched). */
 char *enc_b64(const struct xdr_writer *w);
