@@ -11,7 +11,10 @@
  *	    again; an operator resolves them and the signers carry on;
  *	admin retry of an op that failed on chain: it runs once more, with
  *	    attempt number 2, and the signer's later ops are not stuck;
- *	cancel racing a claim: the claim is given back without a resync.
+ *	cancel racing a claim: the claim is given back without a resync;
+ *	an RPC that lags the chain by 3 and 10 ledgers, under load with fee
+ *	    bumps; two RPC nodes at random (1 and 9 ledgers behind); a worker
+ *	    SIGKILLed at each crash point while the RPC lags.
  */
 /* (the build links by these includes; dispatch_harness.h needs them) */
 #include "common/idempotency.h"
@@ -190,7 +193,8 @@ START_TEST(test_cancel_racing_a_claim)
 		    "{\"method\": \"simulateTransaction\", \"delay_ms\": 1500}");
 	enqueue(&f, "DEPOSIT", "u", "c1", 0, f.signer[1], "10", "CRITICAL");
 	char sql[256];
-	snprintf(sql, sizeof(sql), "SELECT in_flight FROM outbox.lanes WHERE signer = '%s'",
+	snprintf(sql, sizeof(sql),
+		 "SELECT coalesce((SELECT in_flight FROM outbox.lanes WHERE signer = '%s'), -1)",
 		 f.signer[0]);
 	ck_assert_msg(wait_for(&f, sql, 1, 30000), "never claimed");
 	pgtest_exec(f.c, "SELECT outbox.admin_cancel(id, 'ops@example') FROM outbox.ops");
@@ -209,6 +213,109 @@ START_TEST(test_cancel_racing_a_claim)
 }
 END_TEST
 
+/* n ops over the fixture's signers, each signer paying another. */
+static void enqueue_batch(struct fixture *f, const char *tag, int n)
+{
+	char user[32], rec[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(user, sizeof(user), "%s%d", tag, i % 7);
+		snprintf(rec, sizeof(rec), "%s-%d", tag, i);
+		enqueue(f, i % 4 ? "DEPOSIT" : "WITHDRAW", user, rec, i % f->n_signers,
+			f->signer[(i + 1) % f->n_signers], i % 4 ? "100" : "1", NULL);
+	}
+}
+
+/*
+ * The RPC answering getTransaction and getLedgerEntries lags the chain by
+ * 3, then 10 ledgers (sendTransaction is current: a re-send of a landed
+ * transaction answers txBAD_SEQ while the lagging view still says NOT_FOUND
+ * and shows the old sequence number). A small ledger keeps transactions
+ * queued past OUTBOX_SUBMITTED_TIMEOUT_MS, so fee bumps go out too.
+ */
+START_TEST(test_ingest_lag_under_load_with_fee_bumps)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_SUBMITTED_TIMEOUT_MS=1000", "OUTBOX_MAX_ATTEMPTS=30", NULL};
+
+	memset(&f, 0, sizeof(f));
+	f.n_signers = 8;
+	start(&f, "--ledger-ms 300 --ledger-capacity 3 --vault-contract " PH_CONTRACT, env);
+	ph_sim_post(&f.h, "/debug/faults", "{\"ingest_lag_ledgers\": 3}");
+	enqueue_batch(&f, "lag3", 24);
+	ck_assert_msg(wait_terminal(&f, 120000), "ops still open with a 3-ledger lag");
+	ph_sim_post(&f.h, "/debug/faults", "{\"ingest_lag_ledgers\": 10}");
+	enqueue_batch(&f, "lag10", 24);
+	ck_assert_msg(wait_terminal(&f, 150000), "ops still open with a 10-ledger lag");
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 48);
+	ck_assert_int_gt(count(&f, "SELECT count(*) FROM outbox.attempts WHERE bump_no > 0"), 0);
+	ck_assert_int_gt(counter_sum(&f, "outbox_account_reads_total"), 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* Two RPC nodes behind a load balancer, 1 and 9 ledgers behind, answering at random. */
+START_TEST(test_two_rpc_views_at_random)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_SUBMITTED_TIMEOUT_MS=1500", "OUTBOX_MAX_ATTEMPTS=30", NULL};
+
+	memset(&f, 0, sizeof(f));
+	f.n_signers = 6;
+	start(&f, "--ledger-ms 200 --ledger-capacity 4 --vault-contract " PH_CONTRACT, env);
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"ingest_lag_ledgers\": 1, \"ingest_lag_alt_ledgers\": 9}");
+	enqueue_batch(&f, "lb", 36);
+	ck_assert_msg(wait_terminal(&f, 150000), "ops still open behind two views");
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 36);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* kill -9 a worker at a crash point while the RPC lags 5 ledgers: still once each. */
+static void crash_with_lag(const char *point)
+{
+	struct fixture f;
+	char cp[64], once[200];
+	const char *env[3] = {cp, once, NULL};
+	const char *file = once + strlen("CRASHPOINT_ONCE_FILE=");
+
+	memset(&f, 0, sizeof(f));
+	snprintf(cp, sizeof(cp), "CRASHPOINT=%s", point);
+	snprintf(once, sizeof(once), "CRASHPOINT_ONCE_FILE=/tmp/crash_lag_%d_%s", (int)getpid(),
+		 point);
+	unlink(file);
+	start(&f, "--ledger-ms 200 --vault-contract " PH_CONTRACT, env);
+	ph_sim_post(&f.h, "/debug/faults", "{\"ingest_lag_ledgers\": 5}");
+	enqueue_batch(&f, "crash", 8);
+	ck_assert_msg(wait_terminal(&f, 120000), "ops still open after a crash at %s", point);
+	ck_assert_msg(access(file, F_OK) == 0, "crash point %s never reached", point);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 8);
+	check_exactly_once(&f);
+	unlink(file);
+	stop(&f);
+}
+
+START_TEST(test_crash_after_attempt_commit_with_lag)
+{
+	crash_with_lag("after_attempt_commit");
+}
+END_TEST
+
+START_TEST(test_crash_after_send_with_lag)
+{
+	crash_with_lag("after_send");
+}
+END_TEST
+
+START_TEST(test_crash_after_confirm_seen_with_lag)
+{
+	crash_with_lag("after_confirm_seen");
+}
+END_TEST
+
 static Suite *exactly_once_suite(void)
 {
 	Suite *s = suite_create("exactly_once");
@@ -217,6 +324,12 @@ static Suite *exactly_once_suite(void)
 		    180);
 	dh_add_case(s, "admin_retry_after_failure", test_admin_retry_after_failure_on_chain, 120);
 	dh_add_case(s, "cancel_racing_claim", test_cancel_racing_a_claim, 120);
+	dh_add_case(s, "ingest_lag_with_fee_bumps", test_ingest_lag_under_load_with_fee_bumps, 300);
+	dh_add_case(s, "two_rpc_views", test_two_rpc_views_at_random, 200);
+	dh_add_case(s, "crash_after_attempt_commit_lag", test_crash_after_attempt_commit_with_lag,
+		    150);
+	dh_add_case(s, "crash_after_send_lag", test_crash_after_send_with_lag, 150);
+	dh_add_case(s, "crash_after_confirm_seen_lag", test_crash_after_confirm_seen_with_lag, 150);
 	return s;
 }
 
