@@ -6,8 +6,9 @@
  *	expire, reconciles them, and finishes every op;
  *
  *	chaos (bounded): thousands of ops over hundreds of signers, stellar-sim
- *	injecting timeouts, 5xx, garbage, TRY_AGAIN_LATER and black holes,
- *	workers (and the oracle) SIGKILLed at random.
+ *	injecting timeouts, 5xx, garbage, TRY_AGAIN_LATER and black holes and
+ *	lagging the chain (one node, or two at random), workers (and the
+ *	oracle) SIGKILLed at random, workers frozen and resumed.
  *
  * Both end with the same verdict: every op terminal (CONFIRMED: these ops
  * cannot fail on chain), each op_ref executed exactly once, no account ever
@@ -41,26 +42,63 @@ static long long open_ops(struct fixture *f)
 				   "('PENDING','SUBMITTED')");
 }
 
-static void kill_random_child(struct proc_harness *h, unsigned rnd)
+/* A running child's pid, picked by rnd (workers only when workers_only); 0 when none. */
+static pid_t random_child(struct proc_harness *h, unsigned rnd, bool workers_only)
 {
 	json_t *s = ph_ctl(h, "stats", NULL), *row;
-	size_t i, n = 0, pick;
+	size_t i, n = 0;
 	pid_t pids[64];
 
 	if (!s)
-		return;
+		return 0;
 	json_array_foreach(json_object_get(s, "processes"), i, row)
 	{
 		const char *role = json_string_value(json_object_get(row, "role"));
-		if (role && strcmp(role, "supervisor") && ph_is_running(row) && n < 64)
+		if (role && strcmp(role, "supervisor") && (!workers_only || !strcmp(role, "worker")) &&
+		    ph_is_running(row) && n < 64)
 			pids[n++] = (pid_t)ph_int(row, "pid");
 	}
 	json_decref(s);
-	if (!n)
+	return n && pids[rnd % n] > 1 ? pids[rnd % n] : 0;
+}
+
+static void kill_random_child(struct proc_harness *h, unsigned rnd)
+{
+	pid_t pid = random_child(h, rnd, false);
+
+	if (pid)
+		kill(pid, SIGKILL);
+}
+
+/* Freeze a worker (SIGSTOP) for ms, shorter than the heartbeat timeout, then resume it. */
+static void freeze_random_worker(struct proc_harness *h, unsigned rnd, unsigned ms)
+{
+	pid_t pid = random_child(h, rnd, true);
+
+	if (!pid || kill(pid, SIGSTOP))
 		return;
-	pick = rnd % n;
-	if (pids[pick] > 1)
-		kill(pids[pick], SIGKILL);
+	ph_sleep_ms(ms);
+	kill(pid, SIGCONT);
+}
+
+/* The RPC's ingestion lag: none, one lagging node, or two nodes at random. */
+static void set_random_lag(struct proc_harness *h, unsigned rnd)
+{
+	char body[128];
+
+	switch (rnd % 3) {
+	case 0:
+		snprintf(body, sizeof(body), "{\"ingest_lag_ledgers\": 0}");
+		break;
+	case 1:
+		snprintf(body, sizeof(body), "{\"ingest_lag_ledgers\": %u}", 3 + rnd / 3 % 8);
+		break;
+	default:
+		snprintf(body, sizeof(body),
+			 "{\"ingest_lag_ledgers\": %u, \"ingest_lag_alt_ledgers\": %u}", rnd / 3 % 3,
+			 3 + rnd / 9 % 8);
+	}
+	ph_sim_post(h, "/debug/faults", body);
 }
 
 START_TEST(test_dispatch_two_instances_one_killed)
@@ -126,7 +164,7 @@ START_TEST(test_dispatch_chaos)
 	struct fixture f;
 	const char *env[] = {"OUTBOX_MAX_ATTEMPTS=100", "OUTBOX_SUBMITTED_TIMEOUT_MS=2000", NULL};
 	unsigned rnd = (unsigned)getpid();
-	int kills = 0;
+	int kills = 0, freezes = 0;
 
 	memset(&f, 0, sizeof(f));
 	f.n_signers = 200;
@@ -148,17 +186,28 @@ START_TEST(test_dispatch_chaos)
 		snprintf(tag, sizeof(tag), "c%d_", round);
 		enqueue_many(&f, 500, tag);
 	}
-	/* 30 s of random kills while the work flows, then let it settle */
+	/*
+	 * 30 s of chaos while the work flows - random kills, workers frozen and
+	 * resumed, the RPC lagging the chain by a changing number of ledgers
+	 * (one node, or two at random) - then let it settle.
+	 */
 	uint64_t chaos_end = ph_now_ms() + 30000;
 	while (ph_now_ms() < chaos_end && open_ops(&f) > 0) {
 		rnd = rnd * 1103515245u + 12345u;
 		ph_sleep_ms(1000 + (rnd >> 16) % 2000);
-		kill_random_child(&f.h, rnd >> 8);
-		kills++;
+		set_random_lag(&f.h, rnd >> 4);
+		if ((rnd >> 12) % 3 == 0) {
+			freeze_random_worker(&f.h, rnd >> 8, 500 + (rnd >> 20) % 1500);
+			freezes++;
+		} else {
+			kill_random_child(&f.h, rnd >> 8);
+			kills++;
+		}
 	}
 	ph_sim_post(&f.h, "/debug/faults", "{}");
 	ck_assert_msg(wait_terminal(&f, 150000), "ops still open after chaos: %lld", open_ops(&f));
 	ck_assert_int_gt(kills, 0);
+	ck_assert_int_gt(freezes, 0);
 	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
 					    "'CONFIRMED'"),
 			 2000);
