@@ -20,10 +20,11 @@ OUTBOX_DEB_PACKAGES=(
 # installed (one per line), then nodejs/npm when their commands are missing.
 outbox_missing_packages() {
 	local installed p
-	# One dpkg-query for the whole list; a package dpkg never heard of prints
-	# no line (and a complaint on stderr), so it counts as missing too.
-	installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${OUTBOX_DEB_PACKAGES[@]}" 2>/dev/null |
-		awk '$2 == "install" && $3 == "ok" && $4 == "installed" { print $1 }')
+	# One dpkg-query for the whole list. A package dpkg never heard of prints
+	# no line and makes it exit 1 (which must not end a caller running under
+	# set -e -o pipefail): it counts as missing.
+	installed=$({ dpkg-query -W -f='${Package} ${Status}\n' "${OUTBOX_DEB_PACKAGES[@]}" 2>/dev/null ||
+		true; } | awk '$2 == "install" && $3 == "ok" && $4 == "installed" { print $1 }')
 	for p in "${OUTBOX_DEB_PACKAGES[@]}"; do
 		grep -qxF "$p" <<<"$installed" || echo "$p"
 	done
