@@ -17,8 +17,9 @@
 #
 # Exits 0 when all of that happened as described, non-zero with a message
 # saying what did not (OUTBOX_DEMO_TIMEOUT seconds, default 60, for the ops).
-# Needs: cmake + the build dependencies, psql, curl, jq, python3
-# (ops/lib/deps.sh installs them when run as root).
+# As root on Debian it first installs what is missing of ops/lib/deps.sh's
+# packages (as ops/test.sh does); otherwise it needs them installed: cmake,
+# the build dependencies, psql, curl, jq, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -39,19 +40,27 @@ die() {
 elapsed() { printf '%5.1fs' "$(awk -v s="$DEMO_T0" -v n="$(date +%s.%N)" 'BEGIN{print n-s}')"; }
 DEMO_T0=$(date +%s.%N)
 
-# ---------------------------------------------------------------- tools
+# ---------------------------------------------------------------- packages
+# As root on Debian, install whatever ops/test.sh would (ops/lib/deps.sh: the
+# same list, the same dpkg check), so a fresh machine builds; apt-get runs
+# only when a package is missing. Anyone else needs the packages already.
+if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+	outbox_ensure_packages || die "installing the packages of ops/lib/deps.sh failed"
+fi
 need=()
 for c in cmake psql curl jq python3 awk; do
 	command -v "$c" >/dev/null 2>&1 || need+=("$c")
 done
-if ((${#need[@]})); then
-	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-		echo "demo: missing ${need[*]}, installing the project's packages" >&2
-		outbox_ensure_packages
-	else
-		die "missing commands: ${need[*]} (ops/lib/deps.sh lists the Debian packages)"
-	fi
-fi
+((${#need[@]} == 0)) ||
+	die "missing commands: ${need[*]} (run as root on Debian to install the packages of ops/lib/deps.sh)"
+
+# A build that fails for want of a -dev package names it, when dpkg can tell.
+missing_hint() {
+	command -v dpkg-query >/dev/null 2>&1 || return 0
+	local m
+	m=$(outbox_missing_packages | tr '\n' ' ')
+	[[ -z $m ]] || echo " (packages not installed: ${m% }; ops/demo.sh installs them when run as root)"
+}
 
 # ---------------------------------------------------------------- state + cleanup
 TMP=$(mktemp -d /tmp/outboxd-demo.XXXXXX)
@@ -102,11 +111,11 @@ B=${OUTBOX_BUILD_DIR:-$ROOT/build}
 if [[ -z ${OUTBOX_BUILD_DIR:-} ]]; then
 	say "build ($B)"
 	cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$TMP/build.log" 2>&1 ||
-		{ tail -n 30 "$TMP/build.log" >&2; die "cmake configure failed"; }
+		{ tail -n 30 "$TMP/build.log" >&2; die "cmake configure failed$(missing_hint)"; }
 	if ! cmake --build "$B" -j"${OUTBOX_BUILD_JOBS:-2}" --target outboxd outboxctl stellar-sim \
 		>"$TMP/build.log" 2>&1; then
 		tail -n 30 "$TMP/build.log" >&2
-		die "the build failed"
+		die "the build failed$(missing_hint)"
 	fi
 	info "outboxd, outboxctl, stellar-sim up to date"
 fi

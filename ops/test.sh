@@ -5,9 +5,14 @@
 #      interop tests), idempotently;
 #   2. makes sure PostgreSQL answers (the server on 127.0.0.1:5432, else a
 #      private one it starts and stops) and creates a fresh database;
-#   3. builds with -Wall -Wextra -Werror and runs the whole suite with ctest;
-#   4. rebuilds under ASan+UBSan and runs the unit suites again;
-#   5. builds the libFuzzer targets with clang and runs each for a bounded time.
+#   3. builds the test build (RelWithDebInfo, gcc, crash points compiled in)
+#      and runs the whole suite with ctest;
+#   4. builds what a user builds, Release with gcc, so warnings that only
+#      optimisation reveals stop CI too (build only: the test build above
+#      already ran the suites);
+#   5. rebuilds under ASan+UBSan (clang) and runs the unit suites again;
+#   6. builds the libFuzzer targets with clang and runs each for a bounded time.
+# Every build here passes -DOUTBOX_WERROR=ON: a warning fails the run.
 #
 # Exits non-zero on any failure; ends with ctest's summary line.
 # Environment: OUTBOX_TEST_JOBS (build parallelism, default 2),
@@ -39,20 +44,28 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== build (RelWithDebInfo, -Werror)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+echo "== build (RelWithDebInfo, gcc, crash points, -Werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOUTBOX_WERROR=ON \
+	-DOUTBOX_CRASHPOINTS=ON >/dev/null
 cmake --build build -j"$JOBS"
+
+echo "== build (Release, gcc, -Werror; build only)"
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DOUTBOX_WERROR=ON \
+	-DOUTBOX_CRASHPOINTS=OFF >/dev/null
+cmake --build build-release -j"$JOBS"
 
 if [[ ${OUTBOX_TEST_SKIP_ASAN:-0} != 1 ]]; then
 	echo "== build (ASan+UBSan, clang)"
 	# clang here, gcc above: every commit builds warning-free with both compilers.
-	CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON >/dev/null
+	CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_SANITIZE=ON \
+		-DOUTBOX_WERROR=ON -DOUTBOX_CRASHPOINTS=ON >/dev/null
 	cmake --build build-asan -j"$JOBS"
 fi
 
 if [[ ${OUTBOX_TEST_SKIP_FUZZ:-0} != 1 ]] && compgen -G "tests/fuzz/fuzz_*.c" >/dev/null; then
 	echo "== build (libFuzzer, clang)"
-	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_FUZZ=ON >/dev/null
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DOUTBOX_FUZZ=ON \
+		-DOUTBOX_WERROR=ON >/dev/null
 	fuzz_targets=$(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c; done)
 	# shellcheck disable=SC2086 # one target per word
 	cmake --build build-fuzz -j"$JOBS" --target $fuzz_targets

@@ -1,22 +1,10 @@
-# Process group (issue 5): unit tests whose modules live outside common/, or
-# whose common/ module needs another wing, and the integration suites that
-# run outboxd itself.
-if(TARGET check_congestion)
-	target_link_libraries(check_congestion PRIVATE outbox_oracle)
-endif()
+# Process group: unit tests whose modules live outside common/, or whose
+# common/ module needs another wing, and the integration suites that run
+# outboxd itself.
+outbox_suite(check_congestion LIBS outbox_oracle)
 # common/config.c and common/keys.c decode strkeys (common/stellar).
-foreach(t check_config check_keys)
-	if(TARGET ${t})
-		target_link_libraries(${t} PRIVATE outbox_common outbox_stellar outbox_common)
-	endif()
-endforeach()
+outbox_suite(check_config LIBS outbox_common outbox_stellar)
+outbox_suite(check_keys LIBS outbox_common outbox_stellar)
 # The integration suites drive the real binaries.
-foreach(t check_supervisor check_oracle)
-	if(TARGET ${t})
-		foreach(dep outboxd outboxctl stellar-sim)
-			if(TARGET ${dep})
-				add_dependencies(${t} ${dep})
-			endif()
-		endforeach()
-	endif()
-endforeach()
+outbox_suite(check_supervisor LIBS outbox_testsupport DEPENDS outboxd outboxctl stellar-sim)
+outbox_suite(check_oracle LIBS outbox_testsupport DEPENDS outboxd outboxctl stellar-sim)

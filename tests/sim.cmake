@@ -5,6 +5,7 @@ add_executable(stellar-sim ${sim_srcs})
 target_link_libraries(stellar-sim PRIVATE outbox_stellar outbox_common PkgConfig::MHD
 	PkgConfig::JANSSON PkgConfig::SODIUM Threads::Threads)
 set_target_properties(stellar-sim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+outbox_suite(check_stellar_sim LIBS outbox_stellar DEPENDS stellar-sim)
 
 # The official SDK against the sim (tests/sim/*.js, one test each, sim_<name>):
 # sdk_flow.js uses @stellar/stellar-base from tests/interop/node_modules

@@ -1,5 +1,5 @@
-# Dispatch engine (issue 6): the structural executors test and the
-# integration suites that drive outboxd + stellar-sim.
+# Dispatch engine: the structural executors test, the PostgreSQL driver's
+# suite and the integration suites that drive outboxd + stellar-sim.
 
 # Only worker/executors.c may call the raw submit function: every envelope
 # leaves through the executors table, after its attempt row committed. The
@@ -22,15 +22,10 @@ echo ok" ${OUTBOX_NM} $<TARGET_FILE:outbox_worker>)
 	endif()
 endif()
 
-foreach(t check_dispatch check_dispatch_multi check_dispatch_fees)
-	if(TARGET ${t})
-		foreach(dep outboxd outboxctl stellar-sim)
-			if(TARGET ${dep})
-				add_dependencies(${t} ${dep})
-			endif()
-		endforeach()
-	endif()
+foreach(s check_dispatch check_dispatch_multi check_dispatch_fees)
+	outbox_suite(${s} LIBS outbox_testsupport outbox_stellar DEPENDS outboxd outboxctl stellar-sim)
 endforeach()
+outbox_suite(check_pgq LIBS outbox_worker outbox_testsupport)
 
 # bench_dispatch (tests/bench/dispatch.c): confirmed ops/s, enqueue-to-send
 # latency and PostgreSQL's own limit for the same SQL (pgbench); built into

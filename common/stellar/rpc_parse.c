@@ -166,12 +166,14 @@ static int bad(struct outbox_error *err, const char *path, const char *fmt, cons
 
 /*
  * Look up parent.key. Returns 0 with *out set, 1 if absent and optional,
- * or an error. A JSON null counts as absent.
+ * or an error. A JSON null counts as absent. path only names the field in
+ * error messages: one deeper than PATH_LEN keeps its head and ends in "...".
  */
 static int field(const json_t *obj, const char *parent, const char *key, int req, json_t **out,
 		 char *path, struct outbox_error *err)
 {
-	snprintf(path, PATH_LEN, "%s.%s", parent, key);
+	if (snprintf(path, PATH_LEN, "%s.%s", parent, key) >= PATH_LEN)
+		memcpy(path + PATH_LEN - 4, "...", 4);
 	*out = json_object_get(obj, key);
 	if (*out && !json_is_null(*out))
 		return 0;
@@ -434,9 +436,13 @@ static int get_arr(const json_t *obj, const char *parent, const char *key, int r
 	return 0;
 }
 
-/* Match a fixed set of status words; *out = index. */
+/*
+ * Match a fixed set of status words (the field is required): returns the
+ * word's index, or a negative error. The index is the return value, not an
+ * out-parameter, so no caller can read a status that was never set.
+ */
 static int get_enum(const json_t *obj, const char *parent, const char *key,
-		    const char *const *words, size_t n, int *out, struct outbox_error *err)
+		    const char *const *words, size_t n, struct outbox_error *err)
 {
 	char path[PATH_LEN];
 	json_t *v;
@@ -448,10 +454,8 @@ static int get_enum(const json_t *obj, const char *parent, const char *key,
 		return bad(err, path, "expected string, got %s", jtype(v));
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(json_string_value(v), words[i]) == 0 &&
-		    json_string_length(v) == strlen(words[i])) {
-			*out = (int)i;
-			return 0;
-		}
+		    json_string_length(v) == strlen(words[i]))
+			return (int)i;
 	return bad(err, path, "unknown status '%.40s'", json_string_value(v));
 }
 
@@ -675,9 +679,10 @@ static int parse_simulate(const json_t *r, struct rpc_simulate *s, struct outbox
 static int parse_send(const json_t *r, struct rpc_send *s, struct outbox_error *err)
 {
 	static const char *const words[] = {"PENDING", "DUPLICATE", "TRY_AGAIN_LATER", "ERROR"};
-	int st;
+	int st = get_enum(r, "result", "status", words, 4, err);
 
-	TRY(get_enum(r, "result", "status", words, 4, &st, err));
+	if (st < 0)
+		return st;
 	s->status = (enum rpc_send_status)st;
 	TRY(get_hex64(r, "result", "hash", REQ, s->hash, err));
 	TRY(get_u32(r, "result", "latestLedger", REQ, &s->latest_ledger, err));
@@ -691,9 +696,10 @@ static int parse_send(const json_t *r, struct rpc_send *s, struct outbox_error *
 static int parse_get_tx(const json_t *r, struct rpc_get_tx *t, struct outbox_error *err)
 {
 	static const char *const words[] = {"SUCCESS", "FAILED", "NOT_FOUND"};
-	int st;
+	int st = get_enum(r, "result", "status", words, 3, err);
 
-	TRY(get_enum(r, "result", "status", words, 3, &st, err));
+	if (st < 0)
+		return st;
 	t->status = (enum rpc_tx_status)st;
 	TRY(get_hex64(r, "result", "txHash", OPT, t->tx_hash, err));
 	TRY(get_u32(r, "result", "latestLedger", REQ, &t->latest_ledger, err));
@@ -721,7 +727,9 @@ static int parse_tx_info(const json_t *o, const char *path, struct rpc_tx_info *
 
 	if (!json_is_object(o))
 		return bad(err, path, "expected object, got %s", jtype(o));
-	TRY(get_enum(o, path, "status", words, 2, &st, err));
+	st = get_enum(o, path, "status", words, 2, err);
+	if (st < 0)
+		return st;
 	t->status = (enum rpc_tx_status)st;
 	TRY(get_hex64(o, path, "txHash", REQ, t->tx_hash, err));
 	TRY(get_u32(o, path, "ledger", REQ, &t->ledger, err));

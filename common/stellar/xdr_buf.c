@@ -216,8 +216,10 @@ int xdr_get_u32(struct xdr_reader *r, const char *field, uint32_t *v)
 {
 	const uint8_t *p = take(r, field, 4);
 
-	if (!p)
+	if (!p) {
+		*v = 0;
 		return r->status;
+	}
 	*v = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 	return 0;
 }

@@ -87,6 +87,11 @@ int xdr_reader_finish(struct xdr_reader *r, const char *what);
 int xdr_fail(struct xdr_reader *r, int code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * The getters return 0, or the reader's status (non-zero) once anything
+ * failed. xdr_get_u32 stores 0 in *v on failure, so a length or count read
+ * by it is defined on every path.
+ */
 int xdr_get_u32(struct xdr_reader *r, const char *field, uint32_t *v);
 int xdr_get_i32(struct xdr_reader *r, const char *field, int32_t *v);
 int xdr_get_u64(struct xdr_reader *r, const char *field, uint64_t *v);

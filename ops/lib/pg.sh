@@ -15,6 +15,7 @@ pg_ensure() {
 		local bindir
 		bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 		if [[ -z $bindir || ! -x $bindir/initdb ]]; then
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 			bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 		fi

@@ -9,8 +9,20 @@
  * The sim: 250 ms ledgers, 10 transactions per ledger, a Soroban fee window
  * of 4 ledgers; the oracle is told FEE_ORACLE_LEDGER_MAX_TX=10.
  */
-#include "tests/integration/proc_harness.h"
+#include "tests/support/proc_harness.h"
 #include "tests/support/check_main.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define DWELL_MS 2000
 

@@ -8,8 +8,20 @@
  * supervisor, exit 2 of a child stopping the group, SIGHUP reload, and the
  * configuration errors.
  */
-#include "tests/integration/proc_harness.h"
+#include "tests/support/proc_harness.h"
 #include "tests/support/check_main.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 static struct proc_harness h;
 

@@ -11,10 +11,21 @@
 #include "common/idempotency.h"
 #include "common/stellar/sign.h"
 #include "common/stellar/strkey.h"
-#include "tests/integration/proc_harness.h"
+#include "tests/support/proc_harness.h"
 #include "tests/support/pgtest.h"
 
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define DH_MAX_SIGNERS 1024
 

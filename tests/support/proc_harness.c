@@ -1,48 +1,22 @@
 /*
- * proc_harness.h - running the real outboxd and stellar-sim from Check
- * suites (check_supervisor.c, check_oracle.c).
- *
- * Every test gets a temporary directory (keys file, lock dir, logs, config
- * file) and a unique instance name. outboxd and stellar-sim each run in
- * their OWN process group (setpgid in the child) with PR_SET_PDEATHSIG, and
- * ph_teardown() SIGKILLs both groups, so nothing outlives a test, even one
- * that failed or timed out. Everything about the daemon is observed from
- * the outside: `outboxctl stats|fee --json`, its log file, /dev/shm.
+ * proc_harness.c - running the real outboxd and stellar-sim from Check
+ * suites; see proc_harness.h.
  */
-#ifndef OUTBOX_TESTS_PROC_HARNESS_H
-#define OUTBOX_TESTS_PROC_HARNESS_H
+#include "tests/support/proc_harness.h"
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define PH_SEED       "SBU2RRGLXH3E5CQHTD3ODLDF2BWDCYUSSBLLZ5GNW7JXHDIYKXZWHOKR"
-#define PH_CONTRACT   "CA3D5KRYM6CB7OWQ6TWYRR3Z4T7GNZLKERYNZGGA5SOAOPIFY6YQGAXE"
-#define PH_PASSPHRASE "Standalone Network ; February 2017"
-
-struct proc_harness {
-	char dir[64];
-	char instance[33];
-	char build[512];
-	char keys[128], log[128], conf[128];
-	pid_t sim_pid;
-	int sim_port;
-	pid_t sup_pid; /* also its process group id */
-	int guard_fd;
-	pid_t guard_pid;
-};
-
-static inline uint64_t ph_now_ms(void)
+uint64_t ph_now_ms(void)
 {
 	struct timespec ts;
 
@@ -50,7 +24,7 @@ static inline uint64_t ph_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static inline void ph_sleep_ms(unsigned ms)
+void ph_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
@@ -65,7 +39,7 @@ static inline void ph_sleep_ms(unsigned ms)
  * process that waits for the test process to go away (EOF on a pipe) and
  * then removes them, unless the normal teardown said "done" first.
  */
-static inline void ph_guard_start(struct proc_harness *h)
+static void ph_guard_start(struct proc_harness *h)
 {
 	int p[2];
 	pid_t pid;
@@ -95,7 +69,7 @@ static inline void ph_guard_start(struct proc_harness *h)
 	h->guard_pid = pid;
 }
 
-static inline void ph_setup(struct proc_harness *h, const char *tag)
+void ph_setup(struct proc_harness *h, const char *tag)
 {
 	static unsigned n;
 	const char *b = getenv("OUTBOX_BUILD_DIR");
@@ -117,8 +91,7 @@ static inline void ph_setup(struct proc_harness *h, const char *tag)
 	ph_guard_start(h);
 }
 
-/* Start build/stellar-sim on an ephemeral port; extra args split on spaces. */
-static inline void ph_start_sim(struct proc_harness *h, const char *extra)
+void ph_start_sim(struct proc_harness *h, const char *extra)
 {
 	char path[600], args[512], *argv[40], line[128];
 	int out[2], argc = 0;
@@ -160,8 +133,7 @@ static inline void ph_start_sim(struct proc_harness *h, const char *extra)
 	fclose(f);
 }
 
-/* POST body to the sim's path (e.g. /debug/faults) with curl(1). */
-static inline void ph_sim_post(struct proc_harness *h, const char *path, const char *body)
+void ph_sim_post(struct proc_harness *h, const char *path, const char *body)
 {
 	char cmd[1024];
 
@@ -172,13 +144,7 @@ static inline void ph_sim_post(struct proc_harness *h, const char *path, const c
 	ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
 }
 
-/*
- * Fork outboxd (or outboxd + arg) in its own process group with the test
- * environment plus extra "KEY=VALUE" strings (NULL-terminated); its stdout
- * and stderr go to h->log (appended). Returns its pid.
- */
-static inline pid_t ph_spawn_outboxd(struct proc_harness *h, const char *arg,
-				     const char *const *extra)
+pid_t ph_spawn_outboxd(struct proc_harness *h, const char *arg, const char *const *extra)
 {
 	char path[600], rpc[64], workers[8];
 	pid_t pid;
@@ -215,13 +181,12 @@ static inline pid_t ph_spawn_outboxd(struct proc_harness *h, const char *arg,
 	return pid;
 }
 
-static inline void ph_start_outboxd(struct proc_harness *h, const char *const *extra)
+void ph_start_outboxd(struct proc_harness *h, const char *const *extra)
 {
 	h->sup_pid = ph_spawn_outboxd(h, NULL, extra);
 }
 
-/* Wait up to timeout_ms for pid to exit; returns 1 and *status, or 0. */
-static inline int ph_wait_exit(pid_t pid, unsigned timeout_ms, int *status)
+int ph_wait_exit(pid_t pid, unsigned timeout_ms, int *status)
 {
 	uint64_t end = ph_now_ms() + timeout_ms;
 
@@ -235,14 +200,12 @@ static inline int ph_wait_exit(pid_t pid, unsigned timeout_ms, int *status)
 	return 0;
 }
 
-/* True while any process of group pgid exists. */
-static inline int ph_group_alive(pid_t pgid)
+int ph_group_alive(pid_t pgid)
 {
 	return kill(-pgid, 0) == 0 || errno != ESRCH;
 }
 
-/* Run outboxctl <cmd> --json for our instance; parsed stdout (or NULL), *rc. */
-static inline json_t *ph_ctl(struct proc_harness *h, const char *cmd, int *rc)
+json_t *ph_ctl(struct proc_harness *h, const char *cmd, int *rc)
 {
 	char line[1024];
 	static char buf[1 << 16];
@@ -262,8 +225,7 @@ static inline json_t *ph_ctl(struct proc_harness *h, const char *cmd, int *rc)
 	return n ? json_loads(buf, 0, NULL) : NULL;
 }
 
-/* The process row (role, index) of a stats document, borrowed. */
-static inline json_t *ph_proc(json_t *stats, const char *role, int index)
+json_t *ph_proc(json_t *stats, const char *role, int index)
 {
 	json_t *row;
 	size_t i;
@@ -277,25 +239,23 @@ static inline json_t *ph_proc(json_t *stats, const char *role, int index)
 	return NULL;
 }
 
-static inline long long ph_int(json_t *o, const char *k)
+long long ph_int(json_t *o, const char *k)
 {
 	return json_integer_value(json_object_get(o, k));
 }
 
-static inline long long ph_counter(json_t *row, const char *name)
+long long ph_counter(json_t *row, const char *name)
 {
 	return json_integer_value(json_object_get(json_object_get(row, "counters"), name));
 }
 
-static inline int ph_is_running(json_t *row)
+int ph_is_running(json_t *row)
 {
 	return row && !strcmp(json_string_value(json_object_get(row, "state")), "running") &&
 	       ph_int(row, "pid") > 0;
 }
 
-/* Wait until every non-supervisor process in stats runs (n_children of them). */
-static inline json_t *ph_wait_all_running(struct proc_harness *h, int n_children,
-					  unsigned timeout_ms)
+json_t *ph_wait_all_running(struct proc_harness *h, int n_children, unsigned timeout_ms)
 {
 	uint64_t end = ph_now_ms() + timeout_ms;
 
@@ -319,9 +279,8 @@ static inline json_t *ph_wait_all_running(struct proc_harness *h, int n_children
 	return NULL;
 }
 
-/* Wait for (role, index) to run with a pid other than old_pid; returns ms waited. */
-static inline uint64_t ph_wait_respawn(struct proc_harness *h, const char *role, int index,
-				       long long old_pid, unsigned timeout_ms, json_t **out)
+uint64_t ph_wait_respawn(struct proc_harness *h, const char *role, int index, long long old_pid,
+			 unsigned timeout_ms, json_t **out)
 {
 	uint64_t start = ph_now_ms();
 
@@ -342,8 +301,7 @@ static inline uint64_t ph_wait_respawn(struct proc_harness *h, const char *role,
 	return 0;
 }
 
-/* The whole log file, NUL-terminated (static buffer). */
-static inline const char *ph_log_text(struct proc_harness *h)
+const char *ph_log_text(struct proc_harness *h)
 {
 	static char buf[1 << 20];
 	size_t n = 0;
@@ -357,12 +315,12 @@ static inline const char *ph_log_text(struct proc_harness *h)
 	return buf;
 }
 
-static inline int ph_log_contains(struct proc_harness *h, const char *needle)
+int ph_log_contains(struct proc_harness *h, const char *needle)
 {
 	return strstr(ph_log_text(h), needle) != NULL;
 }
 
-static inline int ph_log_count(struct proc_harness *h, const char *needle)
+int ph_log_count(struct proc_harness *h, const char *needle)
 {
 	const char *p = ph_log_text(h);
 	int n = 0;
@@ -374,7 +332,7 @@ static inline int ph_log_count(struct proc_harness *h, const char *needle)
 	return n;
 }
 
-static inline int ph_segment_exists(struct proc_harness *h, struct stat *st)
+int ph_segment_exists(struct proc_harness *h, struct stat *st)
 {
 	char p[128];
 	struct stat tmp;
@@ -383,8 +341,7 @@ static inline int ph_segment_exists(struct proc_harness *h, struct stat *st)
 	return stat(p, st ? st : &tmp) == 0;
 }
 
-/* SIGTERM outboxd; assert exit 0 in time, no process and no segment left. */
-static inline void ph_stop_clean(struct proc_harness *h)
+void ph_stop_clean(struct proc_harness *h)
 {
 	int status = 0;
 
@@ -396,7 +353,7 @@ static inline void ph_stop_clean(struct proc_harness *h)
 	h->sup_pid = 0;
 }
 
-static inline void ph_teardown(struct proc_harness *h)
+void ph_teardown(struct proc_harness *h)
 {
 	char cmd[128], name[64];
 
@@ -421,5 +378,3 @@ static inline void ph_teardown(struct proc_harness *h)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", h->dir);
 	(void)!system(cmd);
 }
-
-#endif
