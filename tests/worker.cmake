@@ -22,7 +22,7 @@ echo ok" ${OUTBOX_NM} $<TARGET_FILE:outbox_worker>)
 	endif()
 endif()
 
-foreach(s check_dispatch check_dispatch_multi check_dispatch_fees)
+foreach(s check_dispatch check_dispatch_multi check_dispatch_fees check_exactly_once)
 	outbox_suite(${s} LIBS outbox_testsupport outbox_stellar DEPENDS outboxd outboxctl stellar-sim)
 endforeach()
 outbox_suite(check_pgq LIBS outbox_worker outbox_testsupport)
