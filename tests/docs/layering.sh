@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# layering.sh SRC - the dependency arrows of design.md section 9: common/
+# layering.sh SRC - the dependency arrows of the layout (README.md): common/
 # includes no role header, and no role includes another role's header (roles
 # talk only through shared memory, PostgreSQL and Kafka).
 set -uo pipefail

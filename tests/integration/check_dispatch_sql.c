@@ -1,6 +1,6 @@
 /*
  * check_dispatch_sql.c - the dispatch engine's SQL contract
- * (schema/0004_dispatch.sql, /work/notes/dispatch-contract.md) against a
+ * (schema/0004_dispatch.sql, 0007_exactly_once.sql) against a
  * real PostgreSQL: lease fencing, lane-driven claim order and cost, held
  * users, write-ahead attempts and fee bumps, outcomes and their guards,
  * gap-free events, terminal NOTIFY, admin operations, lifecycle legality,

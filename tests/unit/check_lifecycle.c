@@ -13,7 +13,7 @@ struct move {
 	const char *from, *to, *event;
 };
 
-/* The legal moves, spelled out by name from design.md section 5. */
+/* The legal moves, spelled out by name (the diagram in common/lifecycle.h). */
 static const struct move legal[] = {
 	{"PENDING", "SUBMITTED", "SUBMITTED"},    {"PENDING", "PENDING", "DEFERRED"},
 	{"PENDING", "FAILED", "FAILED"},          {"PENDING", "CANCELLED", "CANCELLED"},
