@@ -111,8 +111,7 @@ const char *fate_why_name(enum fate_why w)
 		[FATE_WHY_FOUND] = "found in a ledger",
 		[FATE_WHY_SEQ_CONSUMED] = "its sequence number was consumed",
 		[FATE_WHY_LOOKUP_LAGS] = "consumed; the lookups lag the consuming ledger",
-		[FATE_WHY_OUTSIDE_RETENTION] = "its sequence number was consumed and no RPC answer "
-					       "reaches back to its ledger",
+		[FATE_WHY_OUTSIDE_RETENTION] = "consumed; no RPC answer reaches back to its ledger",
 		[FATE_WHY_CONSUMED_NOT_FOUND] =
 			"its sequence number was consumed yet no ledger in range holds it",
 		[FATE_WHY_SEQ_MOVED_PAST] =
