@@ -30,9 +30,9 @@
 #
 # Environment: OUTBOX_KAFKA_HOME, OUTBOX_KAFKA_DATA and OUTBOX_KAFKA_PORT
 # (defaults for --data and --port), OUTBOX_KAFKA_HEAP (JVM heap, default
-# 128m), OUTBOX_KAFKA_START_TIMEOUT (seconds to wait for an answer, default
-# 180), OUTBOX_KAFKA_STOP_TIMEOUT (seconds from SIGTERM to SIGKILL, default
-# 60), JAVA_HOME, OUTBOX_BUILD_DIR.
+# 128m), OUTBOX_KAFKA_JAVA_OPTS (more JVM options), OUTBOX_KAFKA_START_TIMEOUT
+# (seconds to wait for an answer, default 180), OUTBOX_KAFKA_STOP_TIMEOUT
+# (seconds from SIGTERM to SIGKILL, default 60), JAVA_HOME, OUTBOX_BUILD_DIR.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 T0=$EPOCHREALTIME
@@ -109,7 +109,7 @@ ours() {
 	local pid cmd
 	pid=$(cat "$DATA/broker.pid" 2>/dev/null) || return 1
 	[[ $pid =~ ^[0-9]+$ ]] || return 1
-	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
 	[[ $cmd == *" kafka.Kafka $DATA/server.properties"* ]] || return 1
 	echo "$pid"
 }
@@ -124,17 +124,21 @@ log_tail() {
 	fi
 }
 
+# need_tools CMD...: die naming what is missing, after ops/lib/deps.sh had
+# its chance to install it.
 need_tools() {
-	local missing=() c
+	local missing=() pkgs c
 	# shellcheck source=ops/lib/deps.sh
 	. "$ROOT/ops/lib/deps.sh"
 	outbox_ensure_kafka_packages
 	for c in "$@"; do
 		command -v "$c" >/dev/null 2>&1 || missing+=("$c")
 	done
-	((${#missing[@]} == 0)) ||
-		die "missing command(s): ${missing[*]}; Debian packages: $(outbox_missing_kafka_packages | xargs)" \
-			"(run as root, ops/kafka.sh installs them through ops/lib/deps.sh)"
+	if ((${#missing[@]})); then
+		mapfile -t pkgs < <(outbox_missing_kafka_packages)
+		die "missing command(s): ${missing[*]} (Debian packages: ${pkgs[*]}; as root," \
+			"ops/kafka.sh installs them through ops/lib/deps.sh)"
+	fi
 }
 
 # JAVA: the java binary (JAVA_HOME's, else the PATH's), checked to be 17+.
@@ -174,12 +178,10 @@ fetch_jars() {
 		rm -rf "$LIBS.new"
 		args=(-B -q -f "$POM" dependency:copy-dependencies -DincludeScope=runtime
 			-DoutputDirectory="$LIBS.new")
-		# Offline first: a pom edit with everything already in ~/.m2 needs no network.
-		if ! mvn -o "${args[@]}" >"$HOME_DIR/fetch.log" 2>&1; then
-			rm -rf "$LIBS.new"
-			mvn "${args[@]}" >"$HOME_DIR/fetch.log" 2>&1 ||
-				die "Maven could not fetch the jars of $POM:$(echo; tail -n 20 "$HOME_DIR/fetch.log")"
-		fi
+		# Maven's local repository (~/.m2) serves whatever it already holds
+		# (fixed versions are never looked up again), Maven Central the rest.
+		mvn "${args[@]}" >"$HOME_DIR/fetch.log" 2>&1 ||
+			die "Maven could not fetch the jars of $POM:$(echo; tail -n 20 "$HOME_DIR/fetch.log")"
 		if ! compgen -G "$LIBS.new/kafka_2.13-*.jar" >/dev/null ||
 			! compgen -G "$LIBS.new/log4j-core-*.jar" >/dev/null; then
 			die "Maven ran but $LIBS.new lacks kafka_2.13 or log4j-core (see $HOME_DIR/fetch.log)"
@@ -243,8 +245,9 @@ launch() {
 			((fd > 2)) && eval "exec $fd>&-"
 		done
 		cd "$DATA"
+		# shellcheck disable=SC2086 # OUTBOX_KAFKA_JAVA_OPTS: one option per word
 		exec setsid "$JAVA" -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-			-XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+			-XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true ${OUTBOX_KAFKA_JAVA_OPTS:-} \
 			-Dlog4j2.configurationFile="$DATA/log4j2.properties" \
 			-cp "$LIBS/*" kafka.Kafka "$DATA/server.properties"
 	) </dev/null >"$DATA/broker.log" 2>&1 &
