@@ -58,7 +58,10 @@ trap 'exit 143' TERM
 
 echo "== kafka broker (ops/kafka.sh)"
 # This run's own broker, in a fresh data directory, so runs in parallel on
-# one machine never share (or stop) each other's broker.
+# one machine never share (or stop) each other's broker. The lock keeps
+# another run from picking the same free port before this broker binds it.
+exec {kafka_lock}>/tmp/outboxd-kafka-port.lock
+flock "$kafka_lock"
 if [[ -z ${OUTBOX_KAFKA_PORT:-} ]]; then
 	OUTBOX_KAFKA_PORT=9092
 	while [[ -n $(ss -Hltn "( sport = :$OUTBOX_KAFKA_PORT or sport = :$((OUTBOX_KAFKA_PORT + 1)) )") ]]; do
@@ -73,6 +76,7 @@ KAFKA_DATA=$(mktemp -d /tmp/outboxd-kafka.XXXXXX)
 export OUTBOX_KAFKA_PORT OUTBOX_KAFKA_DATA=$KAFKA_DATA
 export OUTBOX_KAFKA_BROKERS=127.0.0.1:$OUTBOX_KAFKA_PORT
 bash ops/kafka.sh start || { echo "test.sh: the Kafka broker did not start (see above)" >&2; exit 1; }
+exec {kafka_lock}>&-
 
 echo "== build (RelWithDebInfo, -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
