@@ -1,0 +1,20 @@
+# Kafka (ops/kafka.sh runs a real single-node broker; ops/test.sh starts it
+# and exports OUTBOX_KAFKA_BROKERS before ctest).
+#
+# kafka-topic: creates a topic with N partitions through librdkafka's admin
+# API (the broker has no Kafka CLI tools); `ops/kafka.sh topic` runs it.
+add_executable(kafka-topic ${CMAKE_SOURCE_DIR}/ops/kafka/kafka_topic.c)
+target_link_libraries(kafka-topic PRIVATE PkgConfig::RDKAFKA)
+set_target_properties(kafka-topic PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+
+# tests/support/kafkatest.c (the broker from a Check suite) calls librdkafka.
+if(TARGET outbox_testsupport)
+	target_link_libraries(outbox_testsupport PUBLIC PkgConfig::RDKAFKA)
+endif()
+
+# check_kafka stops and restarts the broker through ops/kafka.sh (which
+# creates its topics with kafka-topic). Any other test that talks to the
+# broker takes the same RESOURCE_LOCK, so `ctest -j` never runs it during
+# that outage.
+outbox_suite(check_kafka LIBS outbox_testsupport DEPENDS kafka-topic TIMEOUT 240)
+set_tests_properties(check_kafka PROPERTIES RESOURCE_LOCK kafka_broker)
