@@ -71,7 +71,8 @@ static bool close_until_terminal(struct fixture *f, unsigned timeout_ms)
  * frozen while their transactions land, then more ledgers than the RPC
  * retains. Afterwards no RPC answer shows the transactions (NOT_FOUND,
  * outside retention) and a re-send answers txBAD_SEQ; the signers'
- * sequence numbers show they ran. Before the fix half of them paid twice.
+ * sequence numbers show they ran. Before the fix every one of them paid twice
+ * (each was re-sent as a new transaction after txTOO_LATE and txBAD_SEQ).
  */
 START_TEST(test_outage_beyond_retention_holds_never_repays)
 {
