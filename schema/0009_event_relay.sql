@@ -88,19 +88,28 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Write the links computed by the sealer: ids[i] becomes link after_seq + i
--- of chain, with hash hashes[i] and prev hashes[i - 1] (prev for the first).
+-- of chain, with hash hashes_hex[i] and prev hashes_hex[i - 1] (prev_hex for
+-- the first); hashes in lowercase hex.
 -- Refused (OB409) unless the chain's head is exactly (after_seq, prev) and
 -- every id is an unsealed event of that chain; a vshard chain is fenced by
 -- the lease (owner, vshard, epoch), a chain of no op needs no lease (it has
 -- one writer by name: oracle:<instance>).
 CREATE FUNCTION outbox.events_seal(owner text, vshard integer, epoch bigint, chain text,
-	after_seq bigint, prev bytea, ids bigint[], hashes bytea[])
+	after_seq bigint, prev_hex text, ids bigint[], hashes_hex text[])
 RETURNS void LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
 	h outbox.chain_heads;
 	n integer;
+	prev bytea;
+	hashes bytea[];
 BEGIN
+	IF prev_hex IS NULL OR prev_hex !~ '^[0-9a-f]{64}$' OR EXISTS (SELECT 1 FROM unnest(hashes_hex) x
+			WHERE x IS NULL OR x !~ '^[0-9a-f]{64}$') THEN
+		PERFORM outbox.invalid_input('hashes', NULL, 'and prev must be 64 lowercase hex characters each');
+	END IF;
+	prev := decode(prev_hex, 'hex');
+	hashes := ARRAY(SELECT decode(x, 'hex') FROM unnest(hashes_hex) WITH ORDINALITY u (x, i) ORDER BY i);
 	IF events_seal.vshard IS NOT NULL THEN
 		PERFORM outbox.fence(events_seal.owner, events_seal.vshard, events_seal.epoch);
 		IF events_seal.chain IS DISTINCT FROM 'vshard:' || events_seal.vshard THEN
