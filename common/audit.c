@@ -26,6 +26,8 @@ struct item {
 struct head {
 	int64_t seq; /* 0 = no head expected */
 	uint8_t hash[32];
+	int64_t last_seq; /* the newest link seen (after audit_finish) */
+	uint8_t last_hash[32];
 };
 
 struct audit {
@@ -69,6 +71,7 @@ static long chain_index(struct audit *a, const char *chain)
 	}
 	snprintf(a->chains[a->n_chains], sizeof(a->chains[0]), "%s", chain);
 	a->heads[a->n_chains].seq = 0;
+	a->heads[a->n_chains].last_seq = 0;
 	return (long)a->n_chains++;
 }
 
@@ -234,10 +237,12 @@ static void check_paths(struct audit *a, struct audit_report *r)
 }
 
 /* The last link seen of a chain against the head the table recorded. */
-static void check_head(const struct audit *a, const struct item *last, struct audit_report *r)
+static void check_head(struct audit *a, const struct item *last, struct audit_report *r)
 {
-	const struct head *h = &a->heads[last->chain];
+	struct head *h = &a->heads[last->chain];
 
+	h->last_seq = last->chain_seq;
+	memcpy(h->last_hash, last->hash, 32);
 	if (!h->seq || (h->seq == last->chain_seq && !memcmp(h->hash, last->hash, 32)))
 		return;
 	r->broken++;
@@ -295,6 +300,23 @@ size_t audit_op_steps(const struct audit *a, int64_t op_id, struct audit_step *o
 			memcpy(out[n].type, it->type, sizeof(out[n].type));
 			memcpy(out[n].from, it->from, sizeof(out[n].from));
 			memcpy(out[n].to, it->to, sizeof(out[n].to));
+		}
+		n++;
+	}
+	return n;
+}
+
+size_t audit_chain_ends(const struct audit *a, struct audit_chain_end *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t c = 0; c < a->n_chains; c++) {
+		if (!a->heads[c].last_seq)
+			continue;
+		if (n < cap) {
+			snprintf(out[n].chain, sizeof(out[n].chain), "%s", a->chains[c]);
+			out[n].seq = a->heads[c].last_seq;
+			memcpy(out[n].hash, a->heads[c].last_hash, 32);
 		}
 		n++;
 	}

@@ -59,6 +59,14 @@ static inline int audit_clean(const struct audit_report *r)
 	return !r->conflicts && !r->gaps && !r->illegal && !r->broken;
 }
 
+/* The newest link of each chain seen, after audit_finish. */
+struct audit_chain_end {
+	char chain[EVENT_CHAIN_MAX + 1];
+	int64_t seq;
+	uint8_t hash[32];
+};
+size_t audit_chain_ends(const struct audit *a, struct audit_chain_end *out, size_t cap);
+
 /*
  * One op's events after audit_finish, in sequence order: its i-th event's
  * seq, type, from, to and time (unix us). n = 0 when the op was not seen.
