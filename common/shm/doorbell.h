@@ -19,9 +19,9 @@
  * until drained, so a write before epoll_wait is not lost), or the waiter's
  * re-check sees the pushed record. Why ring only when sleeping: a write()
  * is a system call per hint, and a busy worker needs none (check_doorbell
- * tests both paths; bench_snapshot_read measures them, README.md,
- * Benchmarks). Every wait has a timeout, so even a bug here costs latency,
- * never liveness.
+ * tests both paths; bench_snapshot_read measures them: the top-level
+ * README.md, Benchmarks). Every wait has a timeout, so even a bug here costs
+ * latency, never liveness.
  */
 #ifndef OUTBOX_SHM_DOORBELL_H
 #define OUTBOX_SHM_DOORBELL_H

@@ -517,7 +517,7 @@ START_TEST(test_claim_ignores_busy_backlog)
 	 * pages per probe, logarithmic); scanning it would add every leaf page
 	 * of its index and the heap behind them. The bounds leave room for the
 	 * extra reads of a server busy with other databases (the figures
-	 * measured: README.md, Benchmarks).
+	 * measured: the top-level README.md, Benchmarks).
 	 */
 	ck_assert_msg(after - before < 12 * 50 && after < 50 * 30 && busy_pages > 2 * after,
 		      "claim touched %lld buffers behind the backlog, %lld without "
