@@ -18,9 +18,10 @@
  * the waker sees sleeping == 1 and writes the eventfd (which stays readable
  * until drained, so a write before epoll_wait is not lost), or the waiter's
  * re-check sees the pushed record. Why ring only when sleeping: a write()
- * costs a syscall (~0.5-1 us) per hint while a busy worker needs none; the
- * bench and check_doorbell measure both paths. Every wait has a timeout, so
- * even a bug here costs latency, never liveness.
+ * is a system call per hint, and a busy worker needs none (check_doorbell
+ * tests both paths; bench_snapshot_read measures them: the top-level
+ * README.md, Benchmarks). Every wait has a timeout, so even a bug here costs
+ * latency, never liveness.
  */
 #ifndef OUTBOX_SHM_DOORBELL_H
 #define OUTBOX_SHM_DOORBELL_H

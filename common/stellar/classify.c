@@ -1,5 +1,6 @@
 /*
- * classify.c - the outcome tables of stellar-protocol.md 4.8, as data.
+ * classify.c - the outcome tables of common/stellar/README.md (Result
+ * classification), as data.
  *
  * Two tables: transaction-level codes (what a node says at submission, or
  * what a ledger recorded) and operation-level codes for the two operations

@@ -1,7 +1,8 @@
 /*
- * classify.h - what to do about an RPC outcome (stellar-protocol.md 4.5,
- * 4.7, 4.8). Pure functions: no I/O, no clock, no globals; the same input
- * always gives the same verdict, so the whole table is unit-tested.
+ * classify.h - what to do about an RPC outcome (common/stellar/README.md:
+ * Result classification, Queue rules, Time and ledger bounds). Pure
+ * functions: no I/O, no clock, no globals; the same input always gives the
+ * same verdict, so the whole table is unit-tested.
  *
  * The verdict is an action plus facts the caller needs to apply it safely:
  *
@@ -11,7 +12,7 @@
  * The exactly-once rule stays with the caller: TRANSIENT for a sendTransaction
  * means "send the SAME envelope again (or fee-bump the same inner tx)"; a new
  * transaction is built only on REFETCH_SEQ / REBUILD / RESIMULATE / RESTORE,
- * and for REFETCH_SEQ only after checking the earlier tx did not land (4.5).
+ * and for REFETCH_SEQ only after proving the earlier tx dead (common/fate.h).
  */
 #ifndef OUTBOX_STELLAR_CLASSIFY_H
 #define OUTBOX_STELLAR_CLASSIFY_H
@@ -64,8 +65,9 @@ struct outcome classify_send(enum rpc_send_status status, const struct tx_result
 /*
  * getTransaction answered. r is the decoded resultXdr for SUCCESS / FAILED
  * (NULL if it could not be decoded); ignored for NOT_FOUND. NOT_FOUND is
- * PENDING here: deciding that a tx can never land needs the bounds and the
- * retention window (4.5), which is the caller's job.
+ * PENDING here: NOT_FOUND proves nothing, and deciding that a tx can never
+ * land takes an account read after its last chance (common/fate.h), which
+ * is the caller's job.
  */
 struct outcome classify_get(enum rpc_tx_status status, const struct tx_result *r);
 

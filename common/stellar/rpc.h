@@ -137,7 +137,7 @@ struct rpc_latest_ledger {
 	uint32_t sequence;
 	uint32_t protocol_version;
 	int64_t close_time; /* -1 when absent (before v25) */
-	char *header_xdr;   /* base64 LedgerHeader (baseFee, maxTxSetSize: 1.3), or NULL */
+	char *header_xdr;   /* base64 LedgerHeader (holds baseFee, maxTxSetSize), or NULL */
 };
 
 /* All zero (ledger_count 0) when the window holds no transactions. */

@@ -1,6 +1,6 @@
 /*
  * rpc_parse.c - JSON-RPC request bodies and defensive response parsing for
- * every Stellar RPC method outboxd uses (stellar-protocol.md section 1).
+ * every Stellar RPC method outboxd uses (common/stellar/README.md, RPC).
  *
  * Every response is hostile input. The rules applied throughout:
  *  - the envelope must be {"jsonrpc":"2.0","id":<the id we sent>, ...} with
@@ -531,7 +531,7 @@ static int parse_fee_stats(const json_t *r, struct rpc_fee_stats *f, struct outb
 	return 0;
 }
 
-/* The 40-byte account LedgerKey (stellar-protocol.md 2.13), base64. */
+/* The 40-byte account LedgerKey (README.md, Ledger keys), base64. */
 static void account_key_b64(const uint8_t account[32], char out[ACCOUNT_KEY_B64])
 {
 	uint8_t key[40] = {0}; /* u32 ACCOUNT = 0, u32 PUBLIC_KEY_TYPE_ED25519 = 0 */
@@ -551,8 +551,9 @@ static uint64_t be64(const uint8_t *p)
 }
 
 /*
- * LedgerEntryData, arm ACCOUNT, up to numSubEntries (1.5). The rest of the
- * AccountEntry is not needed; its presence is only checked by length.
+ * LedgerEntryData, arm ACCOUNT, up to numSubEntries (README.md, Ledger
+ * keys). The rest of the AccountEntry is not needed; its presence is only
+ * checked by length.
  */
 static int decode_account_xdr(const char *b64, const uint8_t account[32], struct rpc_account *a,
 			      const char *path, struct outbox_error *err)

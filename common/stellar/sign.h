@@ -1,6 +1,6 @@
 /*
  * sign.h - ed25519 signing of Stellar transactions with libsodium
- * (stellar-protocol.md 2.12).
+ * (common/stellar/README.md, Signatures and hashes).
  *
  * A struct stellar_keypair keeps its secret key (libsodium's 64-byte
  * seed||pk form) in sodium_malloc'd memory (guard pages, canary), locked

@@ -1,7 +1,8 @@
 /*
  * txbuild.h - build the transactions outboxd sends: the four vault-contract
  * calls, classic native payments, and fee bumps around an already signed
- * inner envelope (stellar-protocol.md 2.16, 4.3).
+ * inner envelope (common/stellar/README.md: SorobanTransactionData and
+ * building from a simulation; Fee-bump rules).
  *
  * A struct txbuild owns everything its envelope points at (the decoded
  * simulation fragments, the inner envelope of a bump, the op_ref), so the
@@ -84,8 +85,9 @@ void txbuild_release(struct txbuild *b);
 /*
  * A vault call. sim == NULL builds the simulation request (ext v0, no auth,
  * fee = src->fee). With sim: ext v1 = transactionData, auth = the entries,
- * fee = src->fee + resourceFee, which must fit in a u32 (else OUTBOX_EINVAL:
- * pay it with a fee bump, 4.3). Replaces whatever b held.
+ * fee = src->fee + resourceFee, which must fit in a u32 (else OUTBOX_EINVAL;
+ * only a fee bump could pay more: README.md, Fee-bump rules). Replaces
+ * whatever b held.
  */
 int txbuild_vault(struct txbuild *b, const struct txbuild_source *src,
 		  const struct txbuild_vault_call *call, const struct txbuild_sim *sim,
@@ -101,8 +103,9 @@ int txbuild_payment(struct txbuild *b, const struct txbuild_source *src, const c
 /*
  * Wrap an already signed v1 envelope (base64) in a fee bump paid by
  * fee_source (G...) with outer max fee `fee`. Refuses a fee the network would
- * refuse under rules 1 and 2 of 4.3 for base_fee (see txbuild_fee_bump_check).
- * The inner envelope and its signatures are kept byte for byte.
+ * refuse under rules 1 and 2 (README.md, Fee-bump rules) for base_fee (see
+ * txbuild_fee_bump_check). The inner envelope and its signatures are kept
+ * byte for byte.
  */
 int txbuild_fee_bump(struct txbuild *b, const char *inner_b64, const char *fee_source, int64_t fee,
 		     uint32_t base_fee, struct outbox_error *err);
@@ -115,8 +118,9 @@ int txbuild_sign(struct txbuild *b, const struct stellar_keypair *kp, const uint
 int txbuild_to_b64(const struct txbuild *b, char **out);
 
 /*
- * Fee-bump fee rules (stellar-protocol.md 4.3). For an inner tx with
- * max fee inner_fee, resource fee R (0 for classic) and k operations:
+ * Fee-bump fee rules (common/stellar/README.md, Fee-bump rules and Queue
+ * rules). For an inner tx with max fee inner_fee, resource fee R (0 for
+ * classic) and k operations:
  *   innerIncl = inner_fee - R, outerIncl = outer_fee - R, the bump counts k+1 ops;
  *   rule 1: outerIncl >= base_fee * (k + 1);
  *   rule 2: outerIncl * k >= innerIncl * (k + 1)   (skipped when innerIncl <= 0).

@@ -1,5 +1,5 @@
 /*
- * txresult.c - TransactionResult decoding (stellar-protocol.md 2.14) and
+ * txresult.c - TransactionResult decoding (README.md, TransactionResult) and
  * result-code names. Transaction codes the table does not know are kept raw
  * (they carry no arm); operation results are walked for the operation types
  * outboxd sends (and the few others whose result arms are plain codes), and

@@ -1,7 +1,8 @@
 /*
- * txresult.h - Stellar result codes (stellar-protocol.md 2.14), shared by the
- * XDR result decoder (which fills struct tx_result) and the outcome classifier
- * (which decides retry / final from it). Decoders keep codes they do not know
+ * txresult.h - Stellar result codes (common/stellar/README.md,
+ * TransactionResult), shared by the XDR result decoder (which fills struct
+ * tx_result) and the outcome classifier (which decides retry / final from
+ * it). Decoders keep codes they do not know
  * as raw integers: the enums grow with the protocol.
  */
 #ifndef OUTBOX_STELLAR_TXRESULT_H

@@ -1,7 +1,7 @@
 /*
  * xdr.h - the Stellar XDR types outboxd builds and reads back, as plain C
  * structs, with an encoder and a strict decoder for each envelope.
- * Layouts: stellar-protocol.md section 2.
+ * Layouts: common/stellar/README.md, XDR.
  *
  * Covered: TransactionEnvelope of type ENVELOPE_TYPE_TX (v1) and
  * ENVELOPE_TYPE_TX_FEE_BUMP; Transaction with a MuxedAccount source;
@@ -298,7 +298,7 @@ int xdr_auth_entry_check(const uint8_t *buf, size_t len, struct outbox_error *er
 int xdr_tx_check_soroban(const struct xdr_tx *tx, struct outbox_error *err);
 
 /*
- * Hashes (stellar-protocol.md 2.12): SHA-256 of networkId || envelope type ||
+ * Hashes (README.md, Signatures and hashes): SHA-256 of networkId || envelope type ||
  * the tagged transaction. xdr_tx_hash: a v1 Transaction. xdr_envelope_hash:
  * the envelope's own hash (outer hash for a fee bump). xdr_envelope_inner_hash:
  * the v1 transaction's hash (for a v1 envelope equal to xdr_envelope_hash).

@@ -1,7 +1,7 @@
 /*
  * xdr_check.c - network rules on a decoded Transaction that are not XDR
- * rules: the Soroban shape stellar-core demands (see the box at the top of
- * stellar-protocol.md, and 2.4 / 2.10).
+ * rules: the Soroban shape stellar-core demands (common/stellar/README.md,
+ * Soroban transactions), and no Soroban data on a classic transaction.
  */
 #include "common/stellar/xdr.h"
 

@@ -1,6 +1,7 @@
 /*
  * xdr_hash.c - TransactionSignaturePayload and transaction hashes
- * (stellar-protocol.md 2.12): SHA-256(networkId || envelope type || tagged tx).
+ * (common/stellar/README.md, Signatures and hashes): SHA-256(networkId ||
+ * envelope type || tagged tx).
  * A v1 payload tags the Transaction (no signatures); a fee-bump payload tags
  * the FeeBumpTransaction, which embeds the inner envelope with its signatures.
  */

@@ -12,7 +12,7 @@ int xdr_get_sc_address_basic(struct xdr_reader *r, const char *field, struct xdr
 /* MuxedAccount (ED25519 or MUXED_ED25519). */
 int xdr_get_muxed(struct xdr_reader *r, const char *field, struct xdr_muxed *m);
 
-/* Validating skips (every arm known to stellar-protocol.md; depth-bounded). */
+/* Validating skips (every arm the supported protocol versions define; depth-bounded). */
 int xdr_skip_scval(struct xdr_reader *r, const char *field);
 int xdr_skip_auth_entry(struct xdr_reader *r, const char *field);
 /* SorobanTransactionData; fills out (raw = the bytes consumed). */

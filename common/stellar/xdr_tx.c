@@ -1,7 +1,7 @@
 /*
  * xdr_tx.c - TransactionEnvelope (v1 and fee bump), Transaction and their
  * parts: decode (strict, bounded, no allocation) and encode.
- * Layouts: stellar-protocol.md 2.3-2.12.
+ * Layouts: common/stellar/README.md, XDR.
  *
  * Error fields are paths such as "tx.operations[0].args[2]"; the reader
  * appends the byte offset, so a message pinpoints the bad byte.

@@ -3,9 +3,10 @@
  *
  * Input: one selector byte (low nibble mod RPC_METHOD_COUNT picks the
  * method; the seeds use '0'..'8'), then the HTTP body. The request is fixed
- * (JSON-RPC id 1, the doc's example account), so the parser sees exactly
- * what a hostile server could send. Every result is released, so leaks and
- * double frees in partial-failure paths show up under ASan.
+ * (JSON-RPC id 1, the account of common/stellar/README.md, Test vectors), so
+ * the parser sees exactly what a hostile server could send. Every result is
+ * released, so leaks and double frees in partial-failure paths show up under
+ * ASan.
  */
 #include "common/stellar/classify.h"
 #include "common/stellar/rpc.h"

@@ -3,12 +3,12 @@
  * (2 workers) + stellar-sim + a fresh migrated database.
  *
  *  - CRITICAL bids the aggressive fee under congestion, NORMAL the
- *    recommended one (common/fee_policy.c through worker/attempt.c);
+ *    recommended one (common/fee_policy.c through worker/build.c);
  *  - OUTBOX_MAX_ABS_FEE caps a bid, the capped op still submits and
  *    confirms, and outbox_max_fee_hit_total counts it;
  *  - a fee bump of an envelope still sitting in the queue bids at least 10x
- *    its per-operation rate (replace-by-fee, stellar-protocol.md 4.3 and 4.7;
- *    worker/follow.c try_bump), and when OUTBOX_MAX_ABS_FEE is below that
+ *    its per-operation rate (replace-by-fee: common/stellar/README.md, Queue
+ *    rules; worker/follow.c try_bump), and when OUTBOX_MAX_ABS_FEE is below that
  *    10x minimum the worker waits for the queue to drop the envelope and
  *    only then sends a milder bump.
  *
@@ -19,7 +19,7 @@
  * envelope stays queued (and provably not included) until the test says so.
  * Fees are read from the outside: outboxctl fee/stats and the envelopes
  * recorded in outbox.attempts, decoded here (inclusion fee = fee minus the
- * Soroban resource fee, stellar-protocol.md 4.1).
+ * Soroban resource fee: common/stellar/README.md, Fees).
  */
 /* (the build links by these includes; dispatch_harness.h needs them) */
 #include "common/idempotency.h"
@@ -440,9 +440,9 @@ END_TEST
  * The same queued envelope, but OUTBOX_MAX_ABS_FEE (1000) is below the 10x
  * replace-by-fee minimum (2000 for a queued 100): the worker may not send a
  * bump the queue refuses, so it counts outbox_max_fee_hit_total and waits.
- * Only once the queue has dropped the envelope (4 ledgers after it was sent,
- * stellar-protocol.md 4.7) does a milder bump follow, within the cap and
- * satisfying rules 1 and 2 (>= 2x the inner rate), and it lands.
+ * Only once the queue has dropped the envelope (4 ledgers after it was sent:
+ * common/stellar/README.md, Queue rules) does a milder bump follow, within the
+ * cap and satisfying rules 1 and 2 (>= 2x the inner rate), and it lands.
  */
 START_TEST(test_bump_capped_waits_for_queue_drop)
 {

@@ -16,7 +16,7 @@
 #include "common/vshard.h"
 #include "tests/support/pgtest.h"
 
-/* Test vectors from stellar-protocol.md section 3.3. */
+/* StrKey test vectors (common/stellar/README.md, Test vectors). */
 #define G1 "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"
 #define G2 "GA3D5KRYM6CB7OWQ6TWYRR3Z4T7GNZLKERYNZGGA5SOAOPIFY6YQHES5"
 #define G3 "GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH"
@@ -24,7 +24,7 @@
 #define S1 "SBU2RRGLXH3E5CQHTD3ODLDF2BWDCYUSSBLLZ5GNW7JXHDIYKXZWHOKR"
 /* G1 with its last character changed: checksum no longer matches */
 #define G1_BADCRC "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGA"
-/* version byte 55 (stellar-protocol.md: must be rejected) */
+/* version byte 55, not an account's: must be rejected */
 #define G_BADVER "G47QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVP2I"
 #define I128_MAX "170141183460469231731687303715884105727"
 

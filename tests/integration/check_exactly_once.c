@@ -1,7 +1,7 @@
 /*
  * check_exactly_once.c - the exactly-once rule (common/fate.h) end to end,
- * in the situations where an RPC's silence or a re-send's refusal used to
- * be taken for proof: outboxd + stellar-sim + PostgreSQL, each test ending
+ * in the situations where an RPC's silence or a re-send's refusal looks like
+ * proof and is not: outboxd + stellar-sim + PostgreSQL, each test ending
  * with the executions-by-op_ref check (every op that ran executed exactly
  * once, nothing else executed, at most one transaction pending per account).
  *
@@ -67,12 +67,13 @@ static bool close_until_terminal(struct fixture *f, unsigned timeout_ms)
 }
 
 /*
- * The outage of the bug report: ops SUBMITTED, the whole process group
- * frozen while their transactions land, then more ledgers than the RPC
- * retains. Afterwards no RPC answer shows the transactions (NOT_FOUND,
- * outside retention) and a re-send answers txBAD_SEQ; the signers'
- * sequence numbers show they ran. Before the fix every one of them paid twice
- * (each was re-sent as a new transaction after txTOO_LATE and txBAD_SEQ).
+ * An outage longer than the RPC's retention: ops SUBMITTED, the whole
+ * process group frozen while their transactions land, then more ledgers than
+ * the RPC retains. Afterwards no RPC answer shows the transactions
+ * (NOT_FOUND, outside retention) and a re-send answers txBAD_SEQ; only the
+ * signers' sequence numbers show they ran. A dispatcher that took txTOO_LATE,
+ * txBAD_SEQ or NOT_FOUND for proof of death would build a new transaction for
+ * every one of these ops and pay each twice; the ops must be HELD instead.
  */
 START_TEST(test_outage_beyond_retention_holds_never_repays)
 {
@@ -145,8 +146,9 @@ END_TEST
  * A withdrawal fails on chain (the user has no balance), the customer's
  * deposit confirms, an operator retries the withdrawal: it runs once more
  * with attempt number 2 (the retry budget restarts, attempt numbers do
- * not), and three later deposits of the same signer confirm. Before the fix
- * the retry reused attempt number 1 and wedged the signer.
+ * not), and three later deposits of the same signer confirm. A retry that
+ * reused attempt number 1 would collide with the failed attempt's row and
+ * wedge the signer.
  */
 START_TEST(test_admin_retry_after_failure_on_chain)
 {

@@ -1186,8 +1186,8 @@ START_TEST(test_withdraw_beyond_balance_fails)
 	ck_assert_int_eq(seq, a.seq + 1);
 	ck_assert_int_eq(bal, 1000000000 - (100 + dep.resource_fee) - d.fee);
 	ck_assert_int_eq(expect_error(wa.b64).code, TX_BAD_SEQ);
-	/* a withdrawal beyond the balance simulates fine (the model of the
-	 * issue), is included and FAILS on chain */
+	/* a withdrawal beyond the balance simulates fine (simulation skips the
+	 * vault's preconditions by default), is included and FAILS on chain */
 	{
 		struct built w;
 		char *e = simulate_error(&a, VAULT_WITHDRAW, user.g, "101");

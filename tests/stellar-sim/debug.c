@@ -51,8 +51,9 @@ static const char *sim_error(const struct sim_tx *tx, const struct account *src)
 		return "HostError: Error(WasmVm, InvalidAction)\n\nEvent log (newest first):\n   "
 		       "0: function or arguments do not match the vault interface";
 	/*
-	 * The issue's model: a call whose precondition fails (a withdrawal
-	 * beyond the balance) is submitted, executes and FAILS on chain. Only
+	 * By default a call whose precondition fails (a withdrawal beyond the
+	 * balance) simulates fine, is submitted, executes and FAILS on chain,
+	 * which is the on-chain failure the tests and the demo need. Only
 	 * --strict-simulate runs the preconditions here, as the real host would.
 	 */
 	if (!g_chain.cfg.strict_simulate)

@@ -1,10 +1,11 @@
 /*
- * check_classify.c - the outcome table of stellar-protocol.md 4.8, row by
- * row: every sendTransaction and getTransaction status, every transaction
- * result code in txresult.h in both the submission and the ledger context,
- * every INVOKE_HOST_FUNCTION and PAYMENT operation code, unknown codes, and
- * transport / JSON-RPC failures. The expectations are written from the doc,
- * not copied from classify.c; a coverage test proves no code was skipped.
+ * check_classify.c - the outcome table of common/stellar/README.md (Result
+ * classification), row by row: every sendTransaction and getTransaction
+ * status, every transaction result code in txresult.h in both the submission
+ * and the ledger context, every INVOKE_HOST_FUNCTION and PAYMENT operation
+ * code, unknown codes, and transport / JSON-RPC failures. The expectations
+ * are written from the README's table, not copied from classify.c; a
+ * coverage test proves no code was skipped.
  */
 #include "common/stellar/classify.h"
 
@@ -68,7 +69,7 @@ static const struct row rows[] = {
 	{GET, RPC_TX_SUCCESS, true, TX_FEE_BUMP_INNER_SUCCESS, TX_SUCCESS, 0, IHF, 0, 1,
 	 OUTCOME_SUCCESS, true, false, false},
 
-	/* Submission: every tx-level code (4.8). */
+	/* Submission: every tx-level code. */
 	SE(TX_FEE_BUMP_INNER_SUCCESS, OUTCOME_TRANSIENT, true, true),
 	SE(TX_SUCCESS, OUTCOME_TRANSIENT, true, true),
 	SE(TX_FAILED, OUTCOME_FINAL, true, false), /* txFAILED without op results */
@@ -275,7 +276,7 @@ START_TEST(test_classify_insufficient_fee_carries_min_fee)
 }
 END_TEST
 
-/* The doc's result vectors (1.7, 1.8), decoded by the XDR layer, end to end. */
+/* The result vectors of common/stellar/README.md (Test vectors), decoded by the XDR layer. */
 START_TEST(test_classify_decoded_doc_vectors)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;

@@ -195,7 +195,7 @@ START_TEST(test_fate_sound_and_live_in_every_small_world)
 }
 END_TEST
 
-/* The cases the exactly-once bug was made of, spelled out. */
+/* Silence and refusals that look like proof, spelled out: none decides anything. */
 START_TEST(test_fate_silence_and_refusals_prove_nothing)
 {
 	struct fate_tx tx = {.seq = 500, .max_time = 1000, .max_ledger = 80, .sent_after = 40};

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "tests/support/check_main.h"
 
-/* stellar-protocol.md 3.3 */
+/* a StrKey test vector (common/stellar/README.md, Test vectors) */
 #define SEED1 "SBU2RRGLXH3E5CQHTD3ODLDF2BWDCYUSSBLLZ5GNW7JXHDIYKXZWHOKR"
 static const uint8_t seed1_raw[32] = {0x69, 0xa8, 0xc4, 0xcb, 0xb9, 0xf6, 0x4e, 0x8a,
 				      0x07, 0x98, 0xf6, 0xe1, 0xac, 0x65, 0xd0, 0x6c,

@@ -52,9 +52,9 @@ START_TEST(test_priority_order_rules)
 END_TEST
 
 /*
- * The starvation case of the issue: one CRITICAL op enqueued after 100 000
- * NORMAL and LOW ops, all older than it, sorts first; and the rest keep
- * NORMAL before LOW, each in creation order.
+ * The starvation case: one CRITICAL op enqueued after 100 000 NORMAL and LOW
+ * ops, all older than it, sorts first; and the rest keep NORMAL before LOW,
+ * each in creation order.
  */
 START_TEST(test_priority_critical_after_100k_sorts_first)
 {

@@ -1,7 +1,7 @@
 /*
  * check_rpc_parse.c - request bodies and response parsing for every Stellar
- * RPC method: the doc's example responses (stellar-protocol.md section 1)
- * parse to the documented values; missing fields, wrong JSON types, reals
+ * RPC method: example responses in the shapes of common/stellar/README.md
+ * (RPC) parse to the expected values; missing fields, wrong JSON types, reals
  * where integers belong, out-of-range numbers, oversized strings, broken
  * envelopes and JSON-RPC error objects are rejected with a message naming
  * the field path.
@@ -30,7 +30,7 @@ static struct rpc_request req_for(enum rpc_method m)
 	uint8_t key[40];
 	size_t len;
 
-	/* The doc's account GAXDYN...5ZH: its LedgerKey minus the 8-byte prefix. */
+	/* The test account GAXDYN...5ZH: its LedgerKey minus the 8-byte prefix. */
 	ck_assert_int_eq(sodium_base642bin(key, sizeof(key), ACCOUNT_KEY, strlen(ACCOUNT_KEY), NULL,
 					   &len, NULL, sodium_base64_VARIANT_ORIGINAL),
 			 0);

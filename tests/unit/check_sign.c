@@ -1,7 +1,7 @@
 /*
- * check_sign.c - signing against the worked vectors of stellar-protocol.md
- * 2.15 (v1 signature and hash, the fee bump's hash and outer signature),
- * network ids (1.2), hints, verification, and the guarded key memory.
+ * check_sign.c - signing against the worked vectors of common/stellar/README.md,
+ * Test vectors (v1 signature and hash, the fee bump's hash and outer
+ * signature, network ids), hints, verification, and the guarded key memory.
  */
 #include "common/stellar/sign.h"
 #include "common/stellar/strkey.h"

@@ -1,6 +1,7 @@
 /*
- * check_strkey.c - StrKey against the published vectors (stellar-protocol.md
- * 3.3), one rejection per malformed class, and encode/decode round trips.
+ * check_strkey.c - StrKey against the published vectors
+ * (common/stellar/README.md, Test vectors), one rejection per malformed
+ * class, and encode/decode round trips.
  */
 #include "common/stellar/strkey.h"
 

@@ -2,8 +2,9 @@
  * check_txbuild.c - the vault-call, payment and fee-bump builders: the
  * arguments each call carries, simulation passthrough (byte for byte), every
  * refusal (muxed source, bad amount, fee overflow, bad fragments), and the
- * fee-bump fee rules of stellar-protocol.md 4.3, table-driven plus a
- * property check that the computed minimum is exactly the boundary.
+ * fee-bump fee rules and the 10x replace-by-fee rule (common/stellar/README.md,
+ * Fee-bump rules and Queue rules), table-driven plus a property check that
+ * the computed minimum is exactly the boundary.
  */
 #include "common/stellar/strkey.h"
 #include "common/stellar/txbuild.h"
@@ -387,11 +388,11 @@ START_TEST(test_fee_bump_min_fee_table)
 		uint32_t q_ops;
 		int64_t want;
 	} v[] = {
-		/* 2.15: Soroban inner 50100 with R 50000, base 100 -> 50200 */
+		/* the test vector's bump: Soroban inner 50100 with R 50000, base 100 -> 50200 */
 		{50100, 50000, 1, 100, false, 0, 0, 50200},
 		/* inner bid 300 -> rule 2 doubles it */
 		{50300, 50000, 1, 100, false, 0, 0, 50600},
-		/* 4.3 example: queued Soroban tx bidding 100 -> outerIncl >= 2000 */
+		/* queued Soroban tx bidding 100 -> outerIncl >= 2000 (10x, two ops) */
 		{50100, 50000, 1, 100, true, 100, 1, 52000},
 		/* queued earlier bump (2 ops) with incl 2000 -> 10x again */
 		{50100, 50000, 1, 100, true, 2000, 2, 70000},

@@ -1,9 +1,9 @@
 /*
  * check_xdr.c - the XDR layer against the worked vectors of
- * stellar-protocol.md (2.5, 2.10, 2.15, 1.6, 1.7, 1.8), byte-exact
- * re-encoding, and the reader's refusals: truncation at every length,
- * trailing bytes, non-zero padding, unknown discriminants (named), counts over
- * their maxima, and i128 decimal edges.
+ * common/stellar/README.md (Test vectors), byte-exact re-encoding, and the
+ * reader's refusals: truncation at every length, trailing bytes, non-zero
+ * padding, unknown discriminants (named), counts over their maxima, and
+ * i128 decimal edges.
  */
 #include "common/stellar/txresult.h"
 #include "common/stellar/xdr.h"
@@ -16,7 +16,7 @@
 
 #define TESTNET "Test SDF Network ; September 2015"
 
-/* The signed envelope of 2.15 / 1.7. */
+/* The signed envelope of the test vector. */
 static const char *vec_b64 = "AAAAAgAAAAAuPDUBB0nB3j2aW91qMcEkWHaNpc6HzKaq1j67qu90MgAAw7QAAAEfcfsEy"
 			     "wAAAAEAAAAAAAAAAAAAAAB"
 			     "lU/EAAAAAAAAAAAEAAAAAAAAAGAAAAAAAAAABNj6qOGeEH7rQ9O2Ix3nk/"
@@ -213,11 +213,11 @@ END_TEST
 
 START_TEST(test_precond_v2_and_payment_bytes)
 {
-	/* 2.5: time [0,1700000300] + ledger [0,51000000], everything else off. */
+	/* time [0,1700000300] + ledger [0,51000000], everything else off */
 	const char *cond_hex = "0000000200000001000000000000000000000000"
 			       "6553f22c0000000100000000030a32c0000000000000000000000000"
 			       "0000000000000000";
-	/* 2.10: native payment of 1 XLM to GAXDYN... */
+	/* native payment of 1 XLM to GAXDYN... */
 	const char *pay_hex =
 		"000000002e3c35010749c1de3d9a5bdd6a31c12458768da5ce87cca6aad63ebbaaef7432"
 		"000000000000000000989680";
@@ -266,7 +266,7 @@ END_TEST
 
 START_TEST(test_simulation_fragments_validate)
 {
-	/* 1.6 transactionData and auth entry. */
+	/* a simulation's transactionData and auth entry */
 	const char *td =
 		"AAAAAAAAAAEAAAAGAAAAATY+qjhnhB+60PTtiMd55P5m5WokcNyYwOycBz0Fx7EDAAAAFAAAAAEA"
 		"AAABAAAAAAAAAAAuPDUBB0nB3j2aW91qMcEkWHaNpc6HzKaq1j67qu90MgAW42AAAAu4AAABkA"
