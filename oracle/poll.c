@@ -6,19 +6,11 @@
  */
 #include "oracle/oracle.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/stats.h"
 
 #include <stdio.h>
-#include <time.h>
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void round_done(struct oracle *o)
 {

@@ -23,6 +23,7 @@
 #include "supervisor/supervisor.h"
 
 #include "common/child.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/inflight.h"
 #include "common/shm/proc_table.h"
@@ -116,7 +117,7 @@ int children_spawn(struct supervisor *s, struct child *c)
 			strerror(e));
 		proc_slot_exited(slot, -1, 0);
 		c->state = CHILD_BACKOFF;
-		c->next_start_ns = sup_now_ns() + 1000000000ull;
+		c->next_start_ns = mono_ns() + 1000000000ull;
 		return -e;
 	}
 	atomic_store_explicit(&slot->pid, pid, memory_order_relaxed);
@@ -124,7 +125,7 @@ int children_spawn(struct supervisor *s, struct child *c)
 		c->restarts++;
 	c->pid = pid;
 	c->state = CHILD_RUNNING;
-	c->started_ns = sup_now_ns();
+	c->started_ns = mono_ns();
 	c->watchdog_killed = false;
 	c->term_sent = false;
 	c->ever_started = true;
@@ -158,7 +159,7 @@ static void child_exited(struct supervisor *s, struct child *c, int status)
 	struct shm_proc_slot *slot = shm_proc_slot(&s->seg, c->proc);
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-	uint64_t now = sup_now_ns(), ran_ms = (now - c->started_ns) / 1000000, delay;
+	uint64_t now = mono_ns(), ran_ms = (now - c->started_ns) / 1000000, delay;
 	pid_t pid = c->pid;
 	char name[32];
 

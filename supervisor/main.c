@@ -19,6 +19,7 @@
  */
 #include "supervisor/supervisor.h"
 
+#include "common/clock.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/shm/proc_table.h"
@@ -31,19 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SHM_RING_CAPACITY 1024
 #define SHM_FEE_SLOTS     4
-
-uint64_t sup_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -158,7 +150,7 @@ static int run(struct supervisor *s)
 		if (poll(&pfd, 1, SUP_TICK_MS) > 0)
 			signals_handle(s);
 		children_reap(s);
-		now = sup_now_ns();
+		now = mono_ns();
 		shm_segment_heartbeat(&s->seg);
 		if (s->stopping) {
 			if (drain_step(s, now))

@@ -14,6 +14,7 @@
  */
 #include "supervisor/supervisor.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -45,7 +46,7 @@ void supervisor_stop(struct supervisor *s, int exit_code, const char *why)
 	if (s->stopping)
 		return;
 	s->stopping = true;
-	s->stop_started_ns = sup_now_ns();
+	s->stop_started_ns = mono_ns();
 	log_info("draining: %s (children get %lld ms)", why, (long long)s->cfg.drain_timeout_ms);
 	for (size_t i = 0; i < s->n_children; i++)
 		if (s->children[i].state == CHILD_BACKOFF)

@@ -93,6 +93,4 @@ bool drain_step(struct supervisor *s, uint64_t now_ns);
 /* reload.c */
 void reload_run(struct supervisor *s);
 
-uint64_t sup_now_ns(void);
-
 #endif

@@ -14,6 +14,7 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -89,8 +90,8 @@ static void acquire_mine(struct worker *w)
 	for (int v = 0; v < w->nvshards; v++)
 		if (mine(w, v))
 			try_acquire(w, v);
-	w->next_foreign_ms = pgq_now_ms() + WORKER_FOREIGN_TRY_MS;
-	w->next_renew_ms = pgq_now_ms() + WORKER_LEASE_TTL_MS / 3;
+	w->next_foreign_ms = mono_ms() + WORKER_FOREIGN_TRY_MS;
+	w->next_renew_ms = mono_ms() + WORKER_LEASE_TTL_MS / 3;
 }
 
 static void on_release(PGresult *res, void *arg);

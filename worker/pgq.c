@@ -4,6 +4,7 @@
 #include "worker/pgq.h"
 
 #include "common/backoff.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -11,7 +12,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sodium.h>
-#include <time.h>
 
 #define PGQ_BACKOFF_BASE_MS 100
 #define PGQ_BACKOFF_MAX_MS  5000
@@ -25,14 +25,6 @@ struct pgq_cmd {
 	char *params[PGQ_MAX_PARAMS];
 	char sql[]; /* followed by the parameter strings */
 };
-
-int64_t pgq_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int pgq_init(struct pgq *q, const char *conninfo, int ep, uint64_t tag, pgq_notify_fn on_notify,
 	     pgq_connect_fn on_connect, void *arg)
@@ -119,7 +111,7 @@ static void drop_connection(struct pgq *q, const char *why)
 	clear_results(q);
 	q->n_sent = 0;
 	q->failures++;
-	q->retry_at_ms = pgq_now_ms() +
+	q->retry_at_ms = mono_ms() +
 			 (int64_t)backoff_full_jitter_ms(
 				 q->failures, PGQ_BACKOFF_BASE_MS, PGQ_BACKOFF_MAX_MS,
 				 ((uint64_t)randombytes_random() << 32) | randombytes_random()) +

@@ -110,6 +110,4 @@ const char *pgq_sqlstate(const PGresult *res);
 /* True when res is a successful result. */
 bool pgq_ok(const PGresult *res);
 
-int64_t pgq_now_ms(void);
-
 #endif

@@ -31,6 +31,7 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/inflight.h"
 #include "common/stellar/sign.h"
@@ -69,7 +70,7 @@ static int arm_timer(int fd, int64_t ms)
 
 void worker_saw_ledger(struct worker *w, uint32_t ledger, int64_t close_time)
 {
-	int64_t now_s = (int64_t)(shm_realtime_ms() / 1000);
+	int64_t now_s = (int64_t)(wall_ms() / 1000);
 
 	if (!ledger)
 		return;
@@ -100,7 +101,7 @@ uint32_t worker_first_ledger_after(const struct worker *w, int64_t t)
 
 void worker_schedule_claim(struct worker *w, int64_t in_ms)
 {
-	int64_t at = pgq_now_ms() + in_ms;
+	int64_t at = mono_ms() + in_ms;
 
 	if (w->claiming) {
 		if (in_ms == 0)
@@ -121,8 +122,7 @@ static void read_fees(struct worker *w)
 {
 	const struct fee_snapshot *s = fee_snapshot_get(&w->reader);
 
-	fee_view_eval(&w->fees, s, shm_realtime_ms(),
-		      (uint64_t)w->ctx->cfg->fee_oracle_default_base_fee);
+	fee_view_eval(&w->fees, s, wall_ms(), (uint64_t)w->ctx->cfg->fee_oracle_default_base_fee);
 	stats_counter_add(w->stats, MET_SNAPSHOT_READS, 1);
 	if (w->fees.stale)
 		stats_counter_add(w->stats, MET_SNAPSHOT_STALE, 1);
@@ -297,7 +297,7 @@ static int wait_ms(struct worker *w, int64_t now)
 
 static void turn(struct worker *w)
 {
-	int64_t now = pgq_now_ms();
+	int64_t now = mono_ms();
 
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
 		pgq_tick(&w->pg[k], now);
@@ -320,10 +320,10 @@ static size_t pg_pending(const struct worker *w)
 
 static void drain(struct worker *w)
 {
-	int64_t until = pgq_now_ms() + 2000;
+	int64_t until = mono_ms() + 2000;
 
 	leases_release_all(w);
-	while (pg_pending(w) && pgq_now_ms() < until) {
+	while (pg_pending(w) && mono_ms() < until) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(w->ep, evs, 8, 50);
 		for (int i = 0; i < n; i++)
@@ -370,7 +370,7 @@ int worker_main(struct child_ctx *ctx)
 
 		doorbell_prepare(w.db);
 		qsbr_offline(&w.reader.q, w.reader.me);
-		n = epoll_wait(w.ep, evs, 32, wait_ms(&w, pgq_now_ms()));
+		n = epoll_wait(w.ep, evs, 32, wait_ms(&w, mono_ms()));
 		qsbr_online(&w.reader.q, w.reader.me);
 		doorbell_done(w.db, w.db_fd);
 		if (n == 0)
