@@ -1,7 +1,7 @@
 /*
  * leases.c - vshard leases: acquire, renew, release, and what losing one means.
  *
- * Worker i of N owns vshards v with v % N == i. At start (and after every
+ * Worker i owns the vshards outbox_vshard_owner() gives it (common/vshard.h). At start (and after every
  * reconnect to PostgreSQL) it asks lease_acquire for each; every
  * WORKER_FOREIGN_TRY_MS it asks again for those it does not hold, which is
  * how a second instance takes over the vshards of a dead one once their
@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/vshard.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -31,7 +32,7 @@ struct lease_ctx {
 
 static bool mine(const struct worker *w, int v)
 {
-	return (uint32_t)v % (uint32_t)w->cfg->workers == w->ctx->index;
+	return outbox_vshard_owner(v, (int)w->cfg->workers) == (int)w->ctx->index;
 }
 
 static void on_acquire(PGresult *res, void *arg)
