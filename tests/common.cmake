@@ -3,3 +3,6 @@ foreach(s check_backoff check_error check_fate check_fee_policy check_fee_view c
 		check_idempotency check_lifecycle check_priority check_vshard)
 	outbox_suite(${s} LIBS outbox_common)
 endforeach()
+# common/pgq.c, the PostgreSQL driver of the roles, against a real server
+# (and a silent one).
+outbox_suite(check_pgq LIBS outbox_common outbox_testsupport)

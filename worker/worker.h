@@ -9,7 +9,7 @@
  *	build.c        fee policy, account, simulate, build, sign, write-ahead row
  *	follow.c       send, re-send, fee-bump, follow and prove the fate
  *	job.c          a job's life: fenced SQL, the final write, the end
- *	pgq.c          PostgreSQL, group-committed
+ *	common/pgq.c   PostgreSQL, group-committed
  *
  * One thread, one epoll loop. Every step of a job is asynchronous and a job
  * has at most one call outstanding (job->busy), so its life is a sequence of
@@ -41,7 +41,7 @@
 #include "common/shm/stats.h"
 #include "common/stellar/rpc.h"
 #include "common/stellar/txbuild.h"
-#include "worker/pgq.h"
+#include "common/pgq.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -66,7 +66,7 @@
  * writes, reconcile, claim_release, lease_release) goes through that
  * vshard's data connection (worker_pg), so they keep the FIFO order they
  * would have on a single connection, while other vshards' writes do not
- * queue behind them, and queued job writes share commits (pgq.h, group
+ * queue behind them, and queued job writes share commits (common/pgq.h, group
  * commit). Four: one for control, three commit queues (README, Dispatch
  * performance).
  */

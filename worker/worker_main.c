@@ -5,7 +5,7 @@
  * the ring doorbell (hints from other roles: a wake-up claims at once), a
  * timerfd at OUTBOX_DISPATCH_INTERVAL_MS (the sweep: claims whatever a hint
  * missed, backoff timers included), the WORKER_PG_CONNS PostgreSQL
- * connections (pgq.h; see worker.h for which statement goes where) and
+ * connections (common/pgq.h; see worker.h for which statement goes where) and
  * the RPC client's fd (rpc.h). Every turn: QSBR quiescent point, fee view
  * for this turn, heartbeat; reconnect PostgreSQL when due; renew and
  * acquire leases (leases.c); claim when asked (claim.c); run due jobs
@@ -264,8 +264,8 @@ static int setup(struct worker *w, struct outbox_error *err)
 	if (!w->rpc)
 		return -EINVAL;
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
-		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, w->ep, EV_PG + (uint64_t)k,
-				   on_notify, on_connect, w)))
+		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, "outboxd-worker", w->ep,
+				   EV_PG + (uint64_t)k, on_notify, on_connect, w)))
 			return rc;
 	if ((rc = epoll_add(w->ep, w->sig_fd, EV_SIGNAL)) ||
 	    (rc = epoll_add(w->ep, ctx->death_fd, EV_DEATH)) ||

@@ -1,5 +1,5 @@
 /*
- * check_pgq.c - the worker's non-blocking libpq queue (worker/pgq.h)
+ * check_pgq.c - the non-blocking libpq queue (common/pgq.h)
  * against a real PostgreSQL: group commit of queued batchable commands
  * (one transaction, one result per callback, parameters that need quoting
  * arrive intact, NULL stays NULL), a failing statement inside a batch (the
@@ -21,7 +21,7 @@
 
 #include "tests/support/check_main.h"
 #include "tests/support/pgtest.h"
-#include "worker/pgq.h"
+#include "common/pgq.h"
 #include "common/clock.h"
 
 static struct pgtest_db db;
@@ -118,7 +118,7 @@ static void setup(void)
 	pgtest_exec(c, "CREATE TABLE t (k int PRIMARY KEY, v text)");
 	ep = epoll_create1(0);
 	ck_assert_int_ge(ep, 0);
-	ck_assert_int_eq(pgq_init(&q, db.conninfo, ep, 7, NULL, on_connect, NULL), 0);
+	ck_assert_int_eq(pgq_init(&q, db.conninfo, "check_pgq", ep, 7, NULL, on_connect, NULL), 0);
 	ups = downs = 0;
 	pump_until_connected(&q, 5000);
 	ck_assert(pgq_connected(&q));
@@ -277,7 +277,7 @@ START_TEST(test_connect_never_blocks_the_loop)
 	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
 	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d dbname=x user=x",
 		 ntohs(a.sin_port));
-	ck_assert_int_eq(pgq_init(&mute, conninfo, ep, 9, NULL, on_connect, NULL), 0);
+	ck_assert_int_eq(pgq_init(&mute, conninfo, "check_pgq", ep, 9, NULL, on_connect, NULL), 0);
 	downs = 0;
 	t0 = mono_ms();
 	longest = pump_until_connected(&mute, PGQ_CONNECT_TIMEOUT_MS - 500);

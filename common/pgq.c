@@ -1,7 +1,7 @@
 /*
  * pgq.c - see pgq.h.
  */
-#include "worker/pgq.h"
+#include "common/pgq.h"
 
 #include "common/backoff.h"
 #include "common/clock.h"
@@ -26,13 +26,18 @@ struct pgq_cmd {
 	char sql[]; /* followed by the parameter strings */
 };
 
-int pgq_init(struct pgq *q, const char *conninfo, int ep, uint64_t tag, pgq_notify_fn on_notify,
-	     pgq_connect_fn on_connect, void *arg)
+int pgq_init(struct pgq *q, const char *conninfo, const char *app_name, int ep, uint64_t tag,
+	     pgq_notify_fn on_notify, pgq_connect_fn on_connect, void *arg)
 {
 	memset(q, 0, sizeof(*q));
 	q->conninfo = strdup(conninfo);
-	if (!q->conninfo)
+	q->app_name = strdup(app_name);
+	if (!q->conninfo || !q->app_name) {
+		free(q->conninfo);
+		free(q->app_name);
+		q->conninfo = q->app_name = NULL;
 		return -ENOMEM;
+	}
 	q->ep = ep;
 	q->tag = tag;
 	q->fd = -1;
@@ -400,7 +405,7 @@ static int watch_socket(struct pgq *q, uint32_t want)
 /*
  * Advance a non-blocking connect (PQconnectPoll). The event loop never
  * waits on a server that does not answer: pgq_tick gives up at the
- * deadline, and the worker keeps its heartbeat meanwhile.
+ * deadline, and the owner keeps its heartbeat meanwhile.
  */
 static void connect_step(struct pgq *q)
 {
@@ -434,7 +439,7 @@ static void connect_step(struct pgq *q)
 void pgq_tick(struct pgq *q, int64_t now_ms)
 {
 	const char *keys[] = {"dbname", "application_name", NULL};
-	const char *vals[] = {q->conninfo, "outboxd-worker", NULL};
+	const char *vals[] = {q->conninfo, q->app_name, NULL};
 
 	if (q->connecting && now_ms >= q->connect_deadline_ms) {
 		drop_connection(q, "no answer within the connect timeout");
@@ -467,5 +472,6 @@ void pgq_release(struct pgq *q)
 	}
 	clear_results(q);
 	free(q->conninfo);
-	q->conninfo = NULL;
+	free(q->app_name);
+	q->conninfo = q->app_name = NULL;
 }
