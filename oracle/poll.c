@@ -17,7 +17,7 @@ static void round_done(struct oracle *o)
 	uint64_t ms = (mono_ns() - o->round_started_ns) / 1000000;
 
 	o->in_flight = false;
-	if (o->draining)
+	if (o->loop.draining)
 		return;
 	stats_hist_observe(o->stats, MET_FEE_POLL_MS, ms);
 	if (o->failed) {
@@ -60,7 +60,7 @@ void oracle_poll_start(struct oracle *o)
 	static const enum rpc_method methods[] = {RPC_GET_FEE_STATS, RPC_GET_LATEST_LEDGER};
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 
-	if (o->in_flight || o->draining)
+	if (o->in_flight || o->loop.draining)
 		return;
 	o->in_flight = true;
 	o->failed = false;

@@ -38,31 +38,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef int (*child_entry_fn)(struct child_ctx *);
-
 const char *child_name(const struct child *c, char *buf, size_t len)
 {
-	if (c->role == SHM_ROLE_WORKER)
-		snprintf(buf, len, "worker %u", c->index);
+	if (c->role->per_worker)
+		snprintf(buf, len, "%s %u", shm_role_name(c->role->role), c->index);
 	else
-		snprintf(buf, len, "%s", child_role_name(c->role));
+		snprintf(buf, len, "%s", shm_role_name(c->role->role));
 	return buf;
 }
 
+static uint32_t role_count(const struct supervisor *s, const struct role *r)
+{
+	return r->per_worker ? (uint32_t)s->cfg.workers : 1;
+}
+
+/* One child per process of the role table, each with its slot in the segment. */
 int children_init(struct supervisor *s)
 {
-	size_t n = 1 + (size_t)s->cfg.workers;
+	size_t n = 0;
 
+	for (size_t r = 0; r < sup_n_roles; r++)
+		n += role_count(s, &sup_roles[r]);
 	s->children = calloc(n, sizeof(*s->children));
 	if (!s->children)
 		return -ENOMEM;
-	s->n_children = n;
-	s->children[0].role = SHM_ROLE_ORACLE;
-	s->children[0].proc = SHM_PROC_ORACLE;
-	for (size_t i = 1; i < n; i++) {
-		s->children[i].role = SHM_ROLE_WORKER;
-		s->children[i].index = (uint32_t)(i - 1);
-		s->children[i].proc = SHM_PROC_WORKER0 + (uint32_t)(i - 1);
+	s->n_children = 0;
+	for (size_t r = 0; r < sup_n_roles; r++) {
+		for (uint32_t i = 0; i < role_count(s, &sup_roles[r]); i++) {
+			struct child *c = &s->children[s->n_children++];
+			int proc = shm_proc_index(&s->seg, sup_roles[r].role, i);
+
+			if (proc < 0)
+				return proc;
+			c->role = &sup_roles[r];
+			c->index = i;
+			c->proc = (uint32_t)proc;
+		}
 	}
 	return 0;
 }
@@ -81,18 +92,16 @@ static void child_run(struct supervisor *s, struct child *c)
 		.cfg = &s->cfg,
 		.seg = &s->seg,
 		.doorbells = &s->doorbells,
-		.role = c->role,
+		.name = shm_role_name(c->role->role),
 		.index = c->index,
 		.proc = c->proc,
 		.death_fd = s->death_r,
 		.supervisor_pid = s->pid,
 	};
-	child_entry_fn entry = c->role == SHM_ROLE_ORACLE ? oracle_main : worker_main;
-
 	/* The supervisor's own fds; the lock fd and death_r are kept on purpose. */
 	close(s->sig_fd);
 	close(s->death_w);
-	_exit(entry(&ctx));
+	_exit(c->role->entry(&ctx));
 }
 
 int children_spawn(struct supervisor *s, struct child *c)
@@ -165,7 +174,7 @@ static void child_exited(struct supervisor *s, struct child *c, int status)
 
 	child_name(c, name, sizeof(name));
 	qsbr_mark_offline(&s->qsbr, c->proc);
-	if (c->role == SHM_ROLE_WORKER)
+	if (c->role->role == SHM_ROLE_WORKER)
 		inflight_reset(&s->seg, c->index);
 	proc_slot_exited(slot, code, sig);
 	c->pid = 0;
@@ -266,23 +275,27 @@ void children_tick(struct supervisor *s, uint64_t now)
 	stats_gauge_set(s->stats, MET_CHILDREN_RUNNING, running);
 }
 
-size_t children_alive(const struct supervisor *s, int role)
+static bool in_set(const struct child *c, enum child_set set)
+{
+	return set == CHILDREN_ALL || c->role->drains_last == (set == CHILDREN_DRAIN_LAST);
+}
+
+size_t children_alive(const struct supervisor *s, enum child_set set)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < s->n_children; i++)
-		if (s->children[i].state == CHILD_RUNNING &&
-		    (role < 0 || s->children[i].role == (enum shm_role)role))
+		if (s->children[i].state == CHILD_RUNNING && in_set(&s->children[i], set))
 			n++;
 	return n;
 }
 
-void children_signal(struct supervisor *s, int role, int sig)
+void children_signal(struct supervisor *s, enum child_set set, int sig)
 {
 	for (size_t i = 0; i < s->n_children; i++) {
 		struct child *c = &s->children[i];
 
-		if (c->state != CHILD_RUNNING || (role >= 0 && c->role != (enum shm_role)role))
+		if (c->state != CHILD_RUNNING || !in_set(c, set))
 			continue;
 		kill(c->pid, sig);
 		if (sig == SIGTERM)

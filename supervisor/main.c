@@ -134,8 +134,9 @@ static int run(struct supervisor *s)
 	rc = setup(s);
 	if (rc)
 		return rc;
-	if (children_init(s)) {
-		log_err("out of memory");
+	rc = children_init(s);
+	if (rc) {
+		log_err("cannot set up the child table: %s", outbox_error_name(rc));
 		return 1;
 	}
 	log_info("started instance=%s workers=%lld segment=%s", s->cfg.instance,

@@ -39,5 +39,5 @@ void reload_run(struct supervisor *s)
 	s->cfg = next;
 	log_init("supervisor", -1, s->cfg.log_format, s->cfg.log_level);
 	log_info("reload: configuration applied, signalling children");
-	children_signal(s, -1, SIGHUP);
+	children_signal(s, CHILDREN_ALL, SIGHUP);
 }

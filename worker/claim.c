@@ -142,7 +142,7 @@ void claim_tick(struct worker *w)
 	int64_t room = w->cfg->global_max_in_flight - inflight_total(w->ctx->seg);
 	int64_t batch = w->cfg->batch_size;
 
-	if (w->claiming || !w->pg_up || w->draining)
+	if (w->claiming || !w->pg_up || w->loop.draining)
 		return;
 	if (room <= 0) {
 		stats_counter_add(w->stats, MET_INFLIGHT_DENIED, 1);

@@ -256,7 +256,7 @@ out:
 
 void leases_tick(struct worker *w, int64_t now)
 {
-	if (!w->pg_up || w->draining)
+	if (!w->pg_up || w->loop.draining)
 		return;
 	if (now >= w->next_renew_ms && !w->renewing) {
 		w->next_renew_ms = now + WORKER_LEASE_TTL_MS / 3;

@@ -3,7 +3,7 @@
  * function one of its files calls in another. worker/README.md tells the
  * story; in short, an op travels one way:
  *
- *	worker_main.c  the epoll loop; hints from the rings (hints.c)
+ *	worker_main.c  the event loop (common/loop.h); hints from the rings (hints.c)
  *	leases.c       vshard leases; reconcile.c adopts a vshard's SUBMITTED ops
  *	claim.c        claims PENDING ops of our reconciled vshards -> jobs
  *	build.c        fee policy, account, simulate, build, sign, write-ahead row
@@ -34,6 +34,7 @@
 #include "common/fate.h"
 #include "common/fee_view.h"
 #include "common/keys.h"
+#include "common/loop.h"
 #include "common/priority.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/proc_table.h"
@@ -113,8 +114,8 @@ struct worker {
 	struct shm_proc_slot *slot;
 	struct shm_stats_block *stats;
 	struct shm_doorbell *db;
-	int db_fd, sig_fd, ep, timer_fd;
-	bool draining;
+	int db_fd;
+	struct loop loop; /* its timer fires every OUTBOX_DISPATCH_INTERVAL_MS: the sweep */
 
 	struct pgq pg[WORKER_PG_CONNS];
 	bool pg_up; /* every connection is up */
