@@ -25,6 +25,7 @@ int ctl_migrate(int argc, char **argv);
 int ctl_tx(int argc, char **argv);
 int ctl_stats(int argc, char **argv);
 int ctl_fee(int argc, char **argv);
+int ctl_audit(int argc, char **argv);
 
 /*
  * Shared by stats and fee (ctl_stats.c): parse [--json] [--instance NAME]

@@ -61,7 +61,11 @@
 	X(MET_SEQ_ALARMS, "outbox_sequence_alarms_total", "signer sequence numbers seen past anything outboxd recorded") \
 	X(MET_LANDED_LATE, "outbox_landed_late_total", "landings of envelopes outboxd had decided could not land (alarm)") \
 	X(MET_RESYNCS, "outbox_vshard_resyncs_total", "vshards dropped and reconciled again after a write with an unknown or refused outcome") \
-	X(MET_ACCOUNT_READS, "outbox_account_reads_total", "signer account reads (getLedgerEntries)")
+	X(MET_ACCOUNT_READS, "outbox_account_reads_total", "signer account reads (getLedgerEntries)") \
+	X(MET_EVENTS_SEALED, "outbox_events_sealed_total", "events linked into their hash chain") \
+	X(MET_EVENTS_PRODUCED, "outbox_events_produced_total", "events handed to the Kafka producer (re-sends included)") \
+	X(MET_EVENTS_PUBLISHED, "outbox_events_published_total", "events acknowledged by Kafka and marked published") \
+	X(MET_EVENT_DELIVERY_FAILURES, "outbox_event_delivery_failures_total", "events Kafka did not acknowledge (produced again later)")
 
 #define SHM_GAUGES(X) \
 	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \
@@ -69,7 +73,9 @@
 	X(MET_FEE_AGGRESSIVE, "outbox_fee_aggressive_stroops", "aggressive base fee last published/used") \
 	X(MET_FEE_CONGESTION, "outbox_fee_congestion_level", "congestion level 0=low 1=elevated 2=high 3=severe") \
 	X(MET_SNAPSHOT_AGE_MS, "outbox_snapshot_age_ms", "age of the fee snapshot at the last read") \
-	X(MET_CHILDREN_RUNNING, "outbox_children_running", "children currently running (supervisor)")
+	X(MET_CHILDREN_RUNNING, "outbox_children_running", "children currently running (supervisor)") \
+	X(MET_KAFKA_QUEUE, "outbox_kafka_queue", "events in the Kafka producer's queue (not yet acknowledged)") \
+	X(MET_EVENTS_BACKLOG, "outbox_events_unpublished", "events of this process's chains not yet on Kafka")
 
 #define SHM_HISTOGRAMS(X) \
 	X(MET_LOOP_LATENCY_US, "outbox_loop_latency_us", "event loop iteration time in microseconds", 16) \
