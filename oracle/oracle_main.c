@@ -129,9 +129,10 @@ int oracle_main(struct child_ctx *ctx)
 	/* ledger follower (follower.h); the oracle runs without it when out of memory */
 	struct follower *fol = follower_new(ctx, o.rpc, o.loop.ep, EV_FOLLOWER);
 	proc_slot_running(o.slot);
-	log_info("running rpc=%s poll=%lldms ttl=%lldms dwell=%lldms",
-		 rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
-		 (long long)ctx->cfg->fee_oracle_ttl_ms, (long long)ctx->cfg->fee_oracle_dwell_ms);
+	log_detail(LOG_LVL_INFO, "running", "rpc=%s poll_ms=%lld ttl_ms=%lld dwell_ms=%lld",
+		   rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
+		   (long long)ctx->cfg->fee_oracle_ttl_ms,
+		   (long long)ctx->cfg->fee_oracle_dwell_ms);
 
 	while (!o.loop.draining) {
 		int timeout = rpc_client_timeout_ms(o.rpc), n;

@@ -139,8 +139,8 @@ int children_spawn(struct supervisor *s, struct child *c)
 	c->term_sent = false;
 	c->ever_started = true;
 	stats_counter_add(s->stats, MET_CHILD_SPAWNS, 1);
-	log_info("started %s pid=%d restarts=%llu", child_name(c, name, sizeof(name)), (int)pid,
-		 (unsigned long long)c->restarts);
+	log_detail(LOG_LVL_INFO, "started %s", "child_pid=%d restarts=%llu",
+		   child_name(c, name, sizeof(name)), (int)pid, (unsigned long long)c->restarts);
 	return 0;
 }
 
@@ -184,15 +184,17 @@ static void child_exited(struct supervisor *s, struct child *c, int status)
 	if (s->stopping) {
 		c->state = CHILD_IDLE;
 		if (sig)
-			log_info("%s pid=%d stopped by signal %d", name, (int)pid, sig);
+			log_detail(LOG_LVL_INFO, "%s stopped by signal %d", "child_pid=%d", name,
+				   sig, (int)pid);
 		else
-			log_info("%s pid=%d stopped with exit code %d", name, (int)pid, code);
+			log_detail(LOG_LVL_INFO, "%s stopped with exit code %d", "child_pid=%d",
+				   name, code, (int)pid);
 		return;
 	}
 	if (code == 2) {
 		c->state = CHILD_DISABLED;
-		log_err("%s pid=%d exited with code 2 (configuration): not restarting it", name,
-			(int)pid);
+		log_detail(LOG_LVL_ERR, "%s exited with code 2 (configuration): not restarting it",
+			   "child_pid=%d", name, (int)pid);
 		supervisor_stop(s, 2, "a child cannot run with this configuration");
 		return;
 	}
@@ -201,13 +203,15 @@ static void child_exited(struct supervisor *s, struct child *c, int status)
 	delay = backoff_ms(s, c->quick_deaths);
 	c->quick_deaths++;
 	if (sig)
-		log_err("%s pid=%d killed by signal %d (%s)%s after %llu ms; restart in %llu ms",
-			name, (int)pid, sig, strsignal(sig),
-			WCOREDUMP(status) ? " (core dumped)" : "", (unsigned long long)ran_ms,
-			(unsigned long long)delay);
+		log_detail(LOG_LVL_ERR,
+			   "%s killed by signal %d (%s)%s after %llu ms; restart in %llu ms",
+			   "child_pid=%d", name, sig, strsignal(sig),
+			   WCOREDUMP(status) ? " (core dumped)" : "", (unsigned long long)ran_ms,
+			   (unsigned long long)delay, (int)pid);
 	else
-		log_warn("%s pid=%d exited with code %d after %llu ms; restart in %llu ms", name,
-			 (int)pid, code, (unsigned long long)ran_ms, (unsigned long long)delay);
+		log_detail(LOG_LVL_WARN, "%s exited with code %d after %llu ms; restart in %llu ms",
+			   "child_pid=%d", name, code, (unsigned long long)ran_ms,
+			   (unsigned long long)delay, (int)pid);
 	if (c->quick_deaths >= SUP_CRASH_LOOP)
 		log_err("crash loop: %s died %u times in a row, each within %d ms of its start; "
 			"restarts are backed off up to %lld ms",
@@ -232,7 +236,8 @@ void children_reap(struct supervisor *s)
 			return;
 		c = child_by_pid(s, pid);
 		if (!c) {
-			log_warn("reaped unknown pid=%d", (int)pid);
+			log_detail(LOG_LVL_WARN, "reaped a process that is no child of ours",
+				   "child_pid=%d", (int)pid);
 			continue;
 		}
 		child_exited(s, c, status);
@@ -251,10 +256,9 @@ static void watchdog(struct supervisor *s, struct child *c, uint64_t now)
 
 	if (c->watchdog_killed || now <= since || now - since <= limit)
 		return;
-	log_err("%s pid=%d silent for %llu ms (limit %lld ms): killing it",
-		child_name(c, name, sizeof(name)), (int)c->pid,
-		(unsigned long long)((now - since) / 1000000),
-		(long long)s->cfg.heartbeat_timeout_ms);
+	log_detail(LOG_LVL_ERR, "%s silent for %llu ms (limit %lld ms): killing it", "child_pid=%d",
+		   child_name(c, name, sizeof(name)), (unsigned long long)((now - since) / 1000000),
+		   (long long)s->cfg.heartbeat_timeout_ms, (int)c->pid);
 	kill(c->pid, SIGKILL);
 	c->watchdog_killed = true;
 }

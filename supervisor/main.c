@@ -139,8 +139,8 @@ static int run(struct supervisor *s)
 		log_err("cannot set up the child table: %s", outbox_error_name(rc));
 		return 1;
 	}
-	log_info("started instance=%s workers=%lld segment=%s", s->cfg.instance,
-		 (long long)s->cfg.workers, s->seg.name);
+	log_detail(LOG_LVL_INFO, "started", "instance=%s workers=%lld segment=%s", s->cfg.instance,
+		   (long long)s->cfg.workers, s->seg.name);
 	for (size_t i = 0; i < s->n_children && !s->stopping; i++)
 		children_spawn(s, &s->children[i]);
 
@@ -161,7 +161,7 @@ static int run(struct supervisor *s)
 		children_tick(s, now);
 	}
 	children_reap(s);
-	log_info("stopped exit_code=%d", s->exit_code);
+	log_detail(LOG_LVL_INFO, "stopped", "exit_code=%d", s->exit_code);
 	return s->exit_code;
 }
 
