@@ -125,7 +125,8 @@ static const struct var vars[] = {
 	 "Kafka bootstrap brokers, host:port[,host:port...]; unset: events stay in outbox.events"},
 	{"OUTBOX_KAFKA_TOPIC", V_STR, 0, F(kafka_topic), "outbox.events", 0, 0, "Kafka topic"},
 	{"OUTBOX_HTTP_ADDR", V_HOSTPORT, 0, F(http_addr), "127.0.0.1:8080", 0, 0,
-	 "gateway listen address, host:port"},
+	 "listen address of the HTTP gateway, host:port; no gateway is built yet, nothing "
+	 "listens"},
 	{"OUTBOX_LOG_FORMAT", V_LOGFMT, 0, F(log_format), "kv", 0, 0, "kv|json"},
 	{"OUTBOX_RUN_DIR", V_STR, 0, F(run_dir), NULL, 0, 0,
 	 "directory of the instance lock file (unset: /run/outboxd if usable, else /tmp)"},
