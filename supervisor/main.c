@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 	size_t n_keys = 0;
 	int rc;
 
-	log_init("supervisor", -1, LOG_FMT_KV, LOG_LVL_INFO);
+	log_init(shm_role_name(SHM_ROLE_SUPERVISOR), -1, LOG_FMT_KV, LOG_LVL_INFO);
 	if (argc > 2) {
 		usage(stderr);
 		return 2;
@@ -194,7 +194,7 @@ int main(int argc, char **argv)
 		log_err("bad configuration: %s", err.msg);
 		return 2;
 	}
-	log_init("supervisor", -1, s.cfg.log_format, s.cfg.log_level);
+	log_init(shm_role_name(SHM_ROLE_SUPERVISOR), -1, s.cfg.log_format, s.cfg.log_level);
 	if (keys_file_check(s.cfg.signer_keys_file, &n_keys, &err)) {
 		log_err("bad configuration: %s", err.msg);
 		return 2;
