@@ -12,20 +12,12 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-const char *child_role_name(enum shm_role role)
-{
-	static const char *const names[] = {"supervisor", "oracle", "gateway", "worker"};
-
-	return (unsigned)role < 4 ? names[role] : "?";
-}
-
 int child_init(const struct child_ctx *ctx)
 {
 	sigset_t set;
 	int sfd;
 
-	log_init(child_role_name(ctx->role), (int)ctx->index, ctx->cfg->log_format,
-		 ctx->cfg->log_level);
+	log_init(ctx->name, (int)ctx->index, ctx->cfg->log_format, ctx->cfg->log_level);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
 		return -errno;
 	if (child_supervisor_gone(ctx))
@@ -74,8 +66,7 @@ int child_reload(struct child_ctx *ctx)
 		return 0;
 	}
 	*ctx->cfg = next;
-	log_init(child_role_name(ctx->role), (int)ctx->index, ctx->cfg->log_format,
-		 ctx->cfg->log_level);
+	log_init(ctx->name, (int)ctx->index, ctx->cfg->log_format, ctx->cfg->log_level);
 	log_info("reload: configuration applied");
 	return 0;
 }

@@ -1,11 +1,10 @@
 /*
  * child.h - the contract between the supervisor and the processes it forks.
  *
- * The supervisor forks with every signal blocked and calls the role's entry
- * point in the child (B1: one executable, fork only):
- *
- *	int oracle_main(struct child_ctx *ctx);
- *	int worker_main(struct child_ctx *ctx);
+ * One executable, fork only: the supervisor forks with every signal blocked
+ * and calls a role's entry point (a child_entry_fn) in the child. Which
+ * roles exist and which function each one runs is the supervisor's role
+ * table (supervisor/roles.c); common/ knows no role.
  *
  * The return value becomes the exit code: 0 clean stop, 1 failure (the
  * supervisor restarts it with backoff), 2 bad configuration (the supervisor
@@ -22,7 +21,8 @@
  * only the supervisor holds) in their epoll set: EOF means the supervisor is
  * gone, even if the PDEATHSIG was lost. Children never touch the instance
  * lock fd they inherit (it keeps the instance locked while any of them
- * lives; see common/shm/segment.h).
+ * lives; see common/shm/segment.h). common/loop.h builds the epoll set
+ * every role's main runs on, with the signalfd and the death pipe in it.
  *
  * Reload: on SIGHUP a child calls child_reload(), which re-reads the
  * environment + OUTBOX_CONFIG_FILE exactly as the supervisor did and keeps
@@ -42,15 +42,15 @@ struct child_ctx {
 	struct outbox_config *cfg;            /* this process's copy (inherited at fork) */
 	struct shm_segment *seg;              /* inherited read-write mapping */
 	const struct doorbell_fds *doorbells; /* one eventfd per worker, made before fork */
-	enum shm_role role;
-	uint32_t index;       /* role-local index (worker i -> i) */
-	uint32_t proc;        /* process index in the segment */
-	int death_fd;         /* EOF when the supervisor is gone */
-	pid_t supervisor_pid; /* getppid() must stay equal to this */
+	const char *name;                     /* the role's name, for logs (shm_role_name) */
+	uint32_t index;                       /* role-local index (worker i -> i) */
+	uint32_t proc;                        /* process index in the segment */
+	int death_fd;                         /* EOF when the supervisor is gone */
+	pid_t supervisor_pid;                 /* getppid() must stay equal to this */
 };
 
-int oracle_main(struct child_ctx *ctx);
-int worker_main(struct child_ctx *ctx);
+/* A role's entry point, run in the forked child; returns its exit code. */
+typedef int child_entry_fn(struct child_ctx *ctx);
 
 /* See above. Returns the signalfd, or a negative code (then exit 1). */
 int child_init(const struct child_ctx *ctx);
@@ -63,8 +63,5 @@ bool child_supervisor_gone(const struct child_ctx *ctx);
 
 /* Re-read the configuration into ctx->cfg; logs the outcome. 0 or < 0. */
 int child_reload(struct child_ctx *ctx);
-
-/* Role name for logs ("oracle", "worker", ...). */
-const char *child_role_name(enum shm_role role);
 
 #endif

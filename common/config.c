@@ -7,6 +7,7 @@
 
 #include "common/feemath.h"
 #include "common/stellar/strkey.h"
+#include "common/vshard.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -111,7 +112,8 @@ static const struct var vars[] = {
 	{"OUTBOX_INSTANCE", V_INSTANCE, 0, F(instance), "default", 0, 0,
 	 "instance name, [A-Za-z0-9_-]{1,32}; the segment is /outboxd-<instance>"},
 	{"OUTBOX_WORKERS", V_INT, 0, F(workers), "4", 1, 64, "worker processes"},
-	{"OUTBOX_VSHARDS", V_INT, 0, F(vshards), "64", 1, 4096, "virtual shards"},
+	{"OUTBOX_VSHARDS", V_INT, 0, F(vshards), "64", 1, OUTBOX_VSHARDS_MAX,
+	 "virtual shards"},
 	{"STELLAR_RPC_URL", V_URL, VF_REQUIRED, F(rpc_url), NULL, 0, 0, "Stellar RPC endpoint, http(s)://"},
 	{"STELLAR_NETWORK_PASSPHRASE", V_STR, VF_REQUIRED, F(network_passphrase), NULL, 0, 0,
 	 "network passphrase"},
@@ -123,7 +125,8 @@ static const struct var vars[] = {
 	 "Kafka bootstrap brokers, host:port[,host:port...]; unset: events stay in outbox.events"},
 	{"OUTBOX_KAFKA_TOPIC", V_STR, 0, F(kafka_topic), "outbox.events", 0, 0, "Kafka topic"},
 	{"OUTBOX_HTTP_ADDR", V_HOSTPORT, 0, F(http_addr), "127.0.0.1:8080", 0, 0,
-	 "gateway listen address, host:port"},
+	 "listen address of the HTTP gateway, host:port; no gateway is built yet, nothing "
+	 "listens"},
 	{"OUTBOX_LOG_FORMAT", V_LOGFMT, 0, F(log_format), "kv", 0, 0, "kv|json"},
 	{"OUTBOX_RUN_DIR", V_STR, 0, F(run_dir), NULL, 0, 0,
 	 "directory of the instance lock file (unset: /run/outboxd if usable, else /tmp)"},

@@ -34,27 +34,6 @@ void outbox_migration_checksum(const struct outbox_migration *m, char out[65])
 	sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
-int outbox_vshards_parse(const char *s, int *out, struct outbox_error *err)
-{
-	long v = 0;
-
-	*out = 0;
-	if (!s || !*s)
-		return 0;
-	for (const char *p = s; *p; p++) {
-		if (*p < '0' || *p > '9' || p - s >= 4)
-			return outbox_error_set(err, OUTBOX_EINVAL, "OUTBOX_VSHARDS",
-						"'%.16s' is not an integer in 1..%d", s,
-						OUTBOX_VSHARDS_MAX);
-		v = v * 10 + (*p - '0');
-	}
-	if (v < 1 || v > OUTBOX_VSHARDS_MAX)
-		return outbox_error_set(err, OUTBOX_EINVAL, "OUTBOX_VSHARDS",
-					"'%s' is not an integer in 1..%d", s, OUTBOX_VSHARDS_MAX);
-	*out = (int)v;
-	return 0;
-}
-
 /* Fill err from a failed result; what says what we were doing. */
 static int db_error(PGresult *res, PGconn *conn, struct outbox_error *err, const char *what)
 {

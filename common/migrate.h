@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "common/vshard.h"
 
 struct outbox_migration {
 	int version;      /* from the file name, 1.. without gaps */
@@ -38,17 +39,8 @@ struct outbox_migration {
 extern const struct outbox_migration outbox_migrations[];
 extern const size_t outbox_migrations_count;
 
-#define OUTBOX_VSHARDS_DEFAULT 64
-#define OUTBOX_VSHARDS_MAX     4096
-
 /* Hex SHA-256 of m->sql (64 hex digits and a NUL). */
 void outbox_migration_checksum(const struct outbox_migration *m, char out[65]);
-
-/*
- * Parse an OUTBOX_VSHARDS value: NULL or "" means unset (*out = 0);
- * otherwise decimal digits only, 1..4096.
- */
-int outbox_vshards_parse(const char *s, int *out, struct outbox_error *err);
 
 /* Called after each migration commits. */
 typedef void outbox_migrate_applied_fn(const struct outbox_migration *m, void *arg);
@@ -57,7 +49,7 @@ typedef void outbox_migrate_applied_fn(const struct outbox_migration *m, void *a
  * Bring the database behind conn up to list[0..n-1] (normally
  * outbox_migrations). vshards: the deployment's count to set at the first
  * migrate and to insist on later, or 0 for "not given" (the first migrate
- * then uses OUTBOX_VSHARDS_DEFAULT). Returns the number of migrations applied
+ * then uses OUTBOX_VSHARDS_DEFAULT, common/vshard.h). Returns the number of migrations applied
  * (0 when up to date) or a negative OUTBOX_E* code with err filled.
  */
 int outbox_migrate_run(PGconn *conn, const struct outbox_migration *list, size_t n, int vshards,

@@ -8,8 +8,6 @@
 #include <sodium.h>
 #include <stdint.h>
 
-#include "common/migrate.h"
-
 int outbox_vshard_of(const char *signer, size_t len, int vshards)
 {
 	unsigned char h[crypto_hash_sha256_BYTES];
@@ -20,4 +18,32 @@ int outbox_vshard_of(const char *signer, size_t len, int vshards)
 	crypto_hash_sha256(h, (const unsigned char *)signer, len);
 	v = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
 	return (int)(v % (uint32_t)vshards);
+}
+
+int outbox_vshard_owner(int vshard, int workers)
+{
+	if (vshard < 0 || workers < 1)
+		return -EINVAL;
+	return vshard % workers;
+}
+
+int outbox_vshards_parse(const char *s, int *out, struct outbox_error *err)
+{
+	long v = 0;
+
+	*out = 0;
+	if (!s || !*s)
+		return 0;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9' || p - s >= 4)
+			return outbox_error_set(err, OUTBOX_EINVAL, "OUTBOX_VSHARDS",
+						"'%.16s' is not an integer in 1..%d", s,
+						OUTBOX_VSHARDS_MAX);
+		v = v * 10 + (*p - '0');
+	}
+	if (v < 1 || v > OUTBOX_VSHARDS_MAX)
+		return outbox_error_set(err, OUTBOX_EINVAL, "OUTBOX_VSHARDS",
+					"'%s' is not an integer in 1..%d", s, OUTBOX_VSHARDS_MAX);
+	*out = (int)v;
+	return 0;
 }

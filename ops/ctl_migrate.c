@@ -14,6 +14,7 @@
 
 #include "common/enqueue.h"
 #include "common/migrate.h"
+#include "common/vshard.h"
 
 static void print_applied(const struct outbox_migration *m, void *arg)
 {

@@ -18,6 +18,7 @@
  */
 #include "ops/ctl.h"
 
+#include "common/clock.h"
 #include "common/fee_view.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/proc_table.h"
@@ -90,7 +91,7 @@ json_t *ctl_fee_json(const struct shm_segment *seg, bool *stale)
 		return json_pack("{s:b, s:b, s:s}", "published", 0, "stale", 1, "error",
 				 rc == -ENODATA ? "no snapshot published yet" : err.msg);
 	}
-	fee_view_eval(&v, &s, shm_realtime_ms(), 0);
+	fee_view_eval(&v, &s, wall_ms(), 0);
 	*stale = v.stale;
 	o = json_object();
 	json_object_set_new(o, "published", json_true());
@@ -137,7 +138,7 @@ static json_t *metrics_json(const struct shm_stats_block *b)
 static json_t *collect(const struct ctl_shm_opts *o, bool *degraded)
 {
 	const struct shm_segment *seg = &o->seg;
-	uint64_t now = shm_now_ns();
+	uint64_t now = mono_ns();
 	uint64_t sup_hb = atomic_load_explicit(&seg->hdr->heartbeat_ns, memory_order_relaxed);
 	json_t *doc = json_object(), *procs = json_array(), *totals = json_object();
 	bool stale;
@@ -156,7 +157,7 @@ static json_t *collect(const struct ctl_shm_opts *o, bool *degraded)
 
 		proc_slot_read(shm_proc_slot(seg, p), &v);
 		if (v.role == SHM_ROLE_GATEWAY && v.state == SHM_PROC_FREE)
-			continue; /* no gateway in this build */
+			continue; /* the gateway's reserved slot: none is forked (layout.h) */
 		if (p != SHM_PROC_SUPERVISOR && v.state != SHM_PROC_RUNNING)
 			*degraded = true;
 		row = json_pack(

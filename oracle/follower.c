@@ -3,37 +3,30 @@
  */
 #include "oracle/follower.h"
 
-#include "common/backoff.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/pgq.h"
 #include "common/shm/doorbell.h"
 #include "common/shm/layout.h"
 #include "common/shm/spsc_ring.h"
 #include "common/shm/stats.h"
 #include "common/stellar/txresult.h"
+#include "common/vshard.h"
 
-#include <errno.h>
 #include <stdint.h>
-#include <libpq-fe.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <time.h>
 
-#define FOLLOWER_IDLE_MS   250 /* poll for new ledgers this often when caught up */
-#define FOLLOWER_PAGE      200
-#define FOLLOWER_HASHES    FOLLOWER_PAGE
-#define FOLLOWER_PG_MAX_MS 5000
+#define FOLLOWER_IDLE_MS 250 /* poll for new ledgers this often when caught up */
+#define FOLLOWER_PAGE    200
+#define FOLLOWER_HASHES  FOLLOWER_PAGE
 
 struct follower {
 	struct child_ctx *ctx;
 	struct rpc_client *rpc;
-	int ep;
-	PGconn *pg;
-	int pg_fd;
-	uint32_t pg_failures;
-	int64_t pg_retry_ms;
+	struct pgq pg;
 	bool query_busy, rpc_busy, started;
 	uint32_t start_ledger;
 	char cursor[RPC_CURSOR_MAX];
@@ -47,70 +40,22 @@ struct follower {
 	size_t n_hashes;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-struct follower *follower_new(struct child_ctx *ctx, struct rpc_client *rpc, int ep)
+struct follower *follower_new(struct child_ctx *ctx, struct rpc_client *rpc, int ep, uint64_t tag)
 {
 	struct follower *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return NULL;
+	if (pgq_init(&f->pg, ctx->cfg->database_url, "outboxd-follower", ep, tag, NULL, NULL, f)) {
+		free(f);
+		return NULL;
+	}
 	f->ctx = ctx;
 	f->rpc = rpc;
-	f->ep = ep;
-	f->pg_fd = -1;
 	for (uint32_t w = 0; w < (uint32_t)ctx->cfg->workers && w < SHM_MAX_WORKERS; w++)
 		f->ring_ok[w] =
 			spsc_ring_attach(&f->rings[w], ctx->seg, SHM_PRODUCER_ORACLE, w) == 0;
 	return f;
-}
-
-static void pg_drop(struct follower *f, const char *why)
-{
-	if (f->pg) {
-		log_warn("follower: postgresql: %s", why);
-		if (f->pg_fd >= 0)
-			epoll_ctl(f->ep, EPOLL_CTL_DEL, f->pg_fd, NULL);
-		PQfinish(f->pg);
-	}
-	f->pg = NULL;
-	f->pg_fd = -1;
-	f->query_busy = false;
-	f->pg_failures++;
-	f->pg_retry_ms = now_ms() +
-			 (int64_t)backoff_full_jitter_ms(f->pg_failures, 200, FOLLOWER_PG_MAX_MS,
-							 randombytes_random()) +
-			 1;
-}
-
-static bool pg_ready(struct follower *f)
-{
-	const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
-	const char *vals[] = {f->ctx->cfg->database_url, "3", "outboxd-follower", NULL};
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = FOLLOWER_EV_TAG};
-
-	if (f->pg)
-		return true;
-	if (now_ms() < f->pg_retry_ms)
-		return false;
-	f->pg = PQconnectdbParams(keys, vals, 1);
-	if (!f->pg || PQstatus(f->pg) != CONNECTION_OK || PQsetnonblocking(f->pg, 1) != 0) {
-		pg_drop(f, f->pg ? PQerrorMessage(f->pg) : "out of memory");
-		return false;
-	}
-	f->pg_fd = PQsocket(f->pg);
-	if (epoll_ctl(f->ep, EPOLL_CTL_ADD, f->pg_fd, &ev) < 0) {
-		pg_drop(f, "epoll");
-		return false;
-	}
-	f->pg_failures = 0;
-	return true;
 }
 
 static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t aux, int vshard,
@@ -118,10 +63,10 @@ static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t
 {
 	struct shm_hint h = {
 		.type = SHM_HINT_TX_LANDED, .ledger = ledger, .aux = aux, .op_id = (uint64_t)op_id};
-	uint32_t w = (uint32_t)vshard % (uint32_t)f->ctx->cfg->workers;
+	int w = outbox_vshard_owner(vshard, (int)f->ctx->cfg->workers);
 	struct shm_stats_block *st = shm_stats_block(f->ctx->seg, f->ctx->proc);
 
-	if (w >= SHM_MAX_WORKERS || !f->ring_ok[w] ||
+	if (w < 0 || w >= SHM_MAX_WORKERS || !f->ring_ok[w] ||
 	    sodium_hex2bin(h.tx_hash, 32, hash, 64, NULL, NULL, NULL))
 		return;
 	if (spsc_ring_push(&f->rings[w], &h)) {
@@ -131,7 +76,7 @@ static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t
 	}
 	if (st)
 		stats_counter_add(st, MET_HINTS_SENT, 1);
-	if (w < f->ctx->doorbells->n)
+	if ((uint32_t)w < f->ctx->doorbells->n)
 		doorbell_ring(shm_doorbell_get(f->ctx->seg, w), f->ctx->doorbells->fd[w]);
 }
 
@@ -143,10 +88,20 @@ static size_t index_of(const struct follower *f, const char *hash)
 	return SIZE_MAX;
 }
 
-static void lookup_done(struct follower *f, PGresult *r)
+/*
+ * The page's lookup answered: hint what is ours and go on to the next page.
+ * NULL (the connection was lost): the page stays and is asked again.
+ */
+static void lookup_done(PGresult *r, void *arg)
 {
+	struct follower *f = arg;
+
+	f->query_busy = false;
+	if (!r)
+		return;
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		log_warn("follower: attempt_lookup: %s", PQresultErrorMessage(r));
+		f->n_hashes = 0;
 		return;
 	}
 	for (int i = 0; i < PQntuples(r); i++) {
@@ -156,29 +111,12 @@ static void lookup_done(struct follower *f, PGresult *r)
 			hint(f, h, f->ledgers[k], f->aux[k], atoi(PQgetvalue(r, i, 2)),
 			     strtoll(PQgetvalue(r, i, 1), NULL, 10));
 	}
+	f->n_hashes = 0;
 }
 
 void follower_on_ready(struct follower *f, uint32_t events)
 {
-	PGresult *r;
-
-	if (!f->pg)
-		return;
-	if (!PQconsumeInput(f->pg)) {
-		pg_drop(f, PQerrorMessage(f->pg));
-		return;
-	}
-	while (f->query_busy && !PQisBusy(f->pg)) {
-		r = PQgetResult(f->pg);
-		if (!r) {
-			f->query_busy = false;
-			f->n_hashes = 0;
-			break;
-		}
-		lookup_done(f, r);
-		PQclear(r);
-	}
-	(void)events;
+	pgq_on_ready(&f->pg, events);
 }
 
 /* Ask PostgreSQL which of the page's hashes are ours. */
@@ -188,7 +126,7 @@ static void lookup(struct follower *f)
 	char *arr;
 	const char *p[1];
 
-	if (!f->n_hashes || !pg_ready(f))
+	if (!f->n_hashes || !pgq_connected(&f->pg))
 		return; /* kept; retried next tick */
 	arr = malloc(cap);
 	if (!arr)
@@ -198,14 +136,9 @@ static void lookup(struct follower *f)
 		o += (size_t)snprintf(arr + o, cap - o, "%s%s", i ? "," : "", f->hashes[i]);
 	snprintf(arr + o, cap - o, "}");
 	p[0] = arr;
-	if (!PQsendQueryParams(
-		    f->pg, "SELECT tx_hash, op_id, vshard FROM outbox.attempt_lookup($1::text[])",
-		    1, NULL, p, NULL, NULL, 0)) {
-		pg_drop(f, PQerrorMessage(f->pg));
-	} else {
+	if (pgq_send(&f->pg, "SELECT tx_hash, op_id, vshard FROM outbox.attempt_lookup($1::text[])",
+		     1, p, lookup_done, f) == 0)
 		f->query_busy = true;
-		PQflush(f->pg);
-	}
 	free(arr);
 }
 
@@ -214,7 +147,7 @@ static void on_page(struct rpc_result *r, void *arg)
 	struct follower *f = arg;
 
 	f->rpc_busy = false;
-	f->next_ms = now_ms() + FOLLOWER_IDLE_MS;
+	f->next_ms = mono_ms() + FOLLOWER_IDLE_MS;
 	if (r->status != RPC_OK) {
 		if (r->status != RPC_E_CANCELLED)
 			log_debug("follower: getTransactions: %s", r->err.msg);
@@ -241,7 +174,7 @@ static void on_page(struct rpc_result *r, void *arg)
 	if (g->cursor[0])
 		snprintf(f->cursor, sizeof(f->cursor), "%s", g->cursor);
 	if (g->n_txs >= FOLLOWER_PAGE)
-		f->next_ms = now_ms(); /* more to read */
+		f->next_ms = mono_ms(); /* more to read */
 	lookup(f);
 }
 
@@ -250,7 +183,7 @@ static void on_health(struct rpc_result *r, void *arg)
 	struct follower *f = arg;
 
 	f->rpc_busy = false;
-	f->next_ms = now_ms() + FOLLOWER_IDLE_MS;
+	f->next_ms = mono_ms() + FOLLOWER_IDLE_MS;
 	if (r->status == RPC_OK && r->u.health.latest_ledger) {
 		f->start_ledger = r->u.health.latest_ledger;
 		f->started = true;
@@ -263,9 +196,16 @@ void follower_tick(struct follower *f)
 	struct rpc_request req = {.method = RPC_GET_HEALTH};
 	rpc_done_fn cb = on_health;
 
+	/*
+	 * Connect when a page waits for its lookup, and go on driving a connect
+	 * under way (pgq_tick gives up at its deadline); an idle follower holds
+	 * no connection attempt open.
+	 */
+	if (f->n_hashes || f->pg.conn)
+		pgq_tick(&f->pg, mono_ms());
 	if (f->n_hashes && !f->query_busy)
 		lookup(f);
-	if (f->rpc_busy || f->query_busy || f->n_hashes || now_ms() < f->next_ms)
+	if (f->rpc_busy || f->query_busy || f->n_hashes || mono_ms() < f->next_ms)
 		return;
 	if (f->started) {
 		req = (struct rpc_request){.method = RPC_GET_TRANSACTIONS,
@@ -277,15 +217,16 @@ void follower_tick(struct follower *f)
 	if (rpc_call_start(f->rpc, &req, cb, f, &err) == 0)
 		f->rpc_busy = true;
 	else
-		f->next_ms = now_ms() + FOLLOWER_IDLE_MS;
+		f->next_ms = mono_ms() + FOLLOWER_IDLE_MS;
 }
 
 int follower_timeout_ms(const struct follower *f)
 {
-	int64_t t = f->next_ms - now_ms();
+	int64_t t = f->next_ms - mono_ms();
 
+	/* a waiting page: its lookup goes out at once, or pgq_tick (re)connects */
 	if (f->n_hashes && !f->query_busy)
-		t = f->pg_retry_ms - now_ms();
+		t = pgq_connected(&f->pg) ? 0 : FOLLOWER_IDLE_MS;
 	return t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
 }
 
@@ -293,10 +234,6 @@ void follower_free(struct follower *f)
 {
 	if (!f)
 		return;
-	if (f->pg) {
-		if (f->pg_fd >= 0)
-			epoll_ctl(f->ep, EPOLL_CTL_DEL, f->pg_fd, NULL);
-		PQfinish(f->pg);
-	}
+	pgq_release(&f->pg);
 	free(f);
 }

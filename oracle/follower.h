@@ -5,7 +5,7 @@
  * ledger's transactions (getTransactions, paged by cursor), asks PostgreSQL
  * which of their hashes are ours (outbox.attempt_lookup) and pushes a
  * TX_LANDED hint for each into the hint ring of the worker that owns the
- * op's vshard (vshard % OUTBOX_WORKERS, the static split), then rings that
+ * op's vshard (outbox_vshard_owner, common/vshard.h), then rings that
  * worker's doorbell. The hint carries the outcome (aux, below): a worker
  * following that hash confirms a SUCCESS from the hint alone, without its
  * own getTransaction (so confirmation survives a failing getTransaction),
@@ -14,10 +14,13 @@
  * dropped one (full ring, follower down) costs latency, never an op.
  *
  * One getTransactions call and one PostgreSQL query at a time, both
- * non-blocking in the oracle's epoll loop. The PostgreSQL connection is made
- * lazily and re-made with backoff; while it is down the follower keeps its
- * place (the cursor) and resumes where it stopped, within the RPC's
- * retention window.
+ * non-blocking in the oracle's epoll loop: PostgreSQL goes through
+ * common/pgq.h, whose connect never blocks and gives up at its deadline
+ * (PGQ_CONNECT_TIMEOUT_MS), so a database that does not answer never stops
+ * the oracle's heartbeat or its fee snapshots. The connection is made when
+ * the first page of hashes needs it and re-made with pgq's backoff; while
+ * it is down the follower keeps its place (the page and the cursor) and
+ * resumes where it stopped, within the RPC's retention window.
  */
 #ifndef OUTBOX_ORACLE_FOLLOWER_H
 #define OUTBOX_ORACLE_FOLLOWER_H
@@ -27,13 +30,14 @@
 
 #include <stdint.h>
 
-#define FOLLOWER_EV_TAG 0x466f6c6c6f77ull /* epoll tag of the follower's PG socket */
-
 struct follower;
 
-/* NULL when out of memory (the oracle then runs without it). */
-struct follower *follower_new(struct child_ctx *ctx, struct rpc_client *rpc, int ep);
-/* Drive: start the next page when due, reconnect when due. */
+/*
+ * Its PostgreSQL socket goes into the epoll set ep under tag. NULL when out
+ * of memory (the oracle then runs without it).
+ */
+struct follower *follower_new(struct child_ctx *ctx, struct rpc_client *rpc, int ep, uint64_t tag);
+/* Drive: start the next page when due, (re)connect when due. */
 void follower_tick(struct follower *f);
 /* Milliseconds until follower_tick must run. */
 int follower_timeout_ms(const struct follower *f);

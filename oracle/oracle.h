@@ -1,7 +1,8 @@
 /*
  * oracle.h - the fee oracle's private state, shared by its files:
  *
- *	oracle_main.c  the epoll loop: signals, death pipe, poll timer, RPC fd
+ *	oracle_main.c  the event loop (common/loop.h): poll timer, RPC fd, follower
+ *	follower.c     the ledger follower (follower.h)
  *	poll.c         one poll round: getFeeStats + getLatestLedger in parallel
  *	publish.c      round -> FeeSnapshot (clamps, capacity, congestion) -> shm
  *	congestion.c   the pure rules (congestion.h)
@@ -15,6 +16,7 @@
 #define OUTBOX_ORACLE_H
 
 #include "common/child.h"
+#include "common/loop.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/stellar/rpc.h"
 #include "oracle/congestion.h"
@@ -29,8 +31,7 @@ struct oracle {
 	struct congestion_state cong;
 	struct shm_proc_slot *slot;
 	struct shm_stats_block *stats;
-	int sig_fd, ep, timer_fd;
-	bool draining;
+	struct loop loop; /* its timer fires every FEE_ORACLE_POLL_MS */
 
 	/* the round in flight (poll.c) */
 	bool in_flight;

@@ -1,48 +1,35 @@
 /*
- * oracle_main.c - the fee oracle process: one epoll loop over
- *	- the signalfd (SIGTERM/SIGINT drain, SIGHUP reload),
- *	- the supervisor death pipe,
- *	- a timerfd firing every FEE_ORACLE_POLL_MS (first tick at once),
- *	- the RPC client's fd (curl multi sockets behind one epoll fd),
- * with a timeout of at most ORACLE_TICK_MS so the heartbeat never stops and
- * curl's own timers are honoured. The oracle is the only writer of the fee
- * snapshot; it is not a QSBR reader.
+ * oracle_main.c - the fee oracle process: one event loop (common/loop.h)
+ * whose timer fires every FEE_ORACLE_POLL_MS (the first round at once), plus
+ * the RPC client's fd (curl multi sockets behind one epoll fd) and the
+ * ledger follower's PostgreSQL socket, with a timeout of at most
+ * ORACLE_TICK_MS so the heartbeat never stops and curl's own timers are
+ * honoured. Nothing in the loop blocks: the RPC client and the follower's
+ * PostgreSQL connection (common/pgq.h) are both non-blocking, so a silent
+ * RPC node or database server costs the oracle neither its heartbeat nor
+ * its fee snapshots. The oracle is the only writer of the fee snapshot; it
+ * is not a QSBR reader.
  */
-#include "oracle/oracle.h"
+#include "oracle/oracle_main.h"
+
 #include "oracle/follower.h"
+#include "oracle/oracle.h"
 
 #include "common/log.h"
 #include "common/shm/proc_table.h"
 #include "common/shm/stats.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 
 #define ORACLE_TICK_MS 100
 
-enum { EV_SIGNAL = 1, EV_DEATH, EV_TIMER, EV_RPC };
-
-static int epoll_add(int ep, int fd, uint64_t tag)
-{
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
-
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
-}
+enum { EV_RPC = LOOP_TAG_ROLE, EV_FOLLOWER };
 
 static int arm_poll_timer(struct oracle *o)
 {
-	int64_t ms = o->ctx->cfg->fee_oracle_poll_ms;
-	struct itimerspec its = {
-		.it_interval = {ms / 1000, (ms % 1000) * 1000000},
-		.it_value = {0, 1}, /* first round at once */
-	};
-
-	return timerfd_settime(o->timer_fd, 0, &its, NULL) < 0 ? -errno : 0;
+	return loop_timer(&o->loop, 0, o->ctx->cfg->fee_oracle_poll_ms);
 }
 
 /*
@@ -101,70 +88,53 @@ static int setup(struct oracle *o)
 	o->rpc = rpc_open(ctx->cfg);
 	if (!o->rpc)
 		return -EINVAL;
-	o->ep = epoll_create1(EPOLL_CLOEXEC);
-	o->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (o->ep < 0 || o->timer_fd < 0)
-		return -errno;
-	if ((rc = epoll_add(o->ep, o->sig_fd, EV_SIGNAL)) ||
-	    (rc = epoll_add(o->ep, ctx->death_fd, EV_DEATH)) ||
-	    (rc = epoll_add(o->ep, o->timer_fd, EV_TIMER)) ||
-	    (rc = epoll_add(o->ep, rpc_client_fd(o->rpc), EV_RPC)))
+	if ((rc = loop_add(&o->loop, rpc_client_fd(o->rpc), EV_RPC)))
 		return rc;
 	return arm_poll_timer(o);
 }
 
-static void handle(struct oracle *o, const struct epoll_event *ev)
+static void handle(struct oracle *o, struct follower *fol, const struct epoll_event *ev)
 {
-	uint64_t n;
-	int sig;
-
-	switch (ev->data.u64) {
-	case EV_SIGNAL:
-		while ((sig = child_signal_next(o->sig_fd)) > 0) {
-			if (sig == SIGHUP) {
-				if (!child_reload(o->ctx))
-					arm_poll_timer(o);
-			} else {
-				log_info("draining on signal %d", sig);
-				o->draining = true;
-			}
-		}
+	switch (loop_event(&o->loop, ev)) {
+	case LOOP_TIMER:
+		oracle_poll_start(o);
 		break;
-	case EV_DEATH:
-		log_warn("supervisor gone: draining");
-		o->draining = true;
+	case LOOP_RELOADED:
+		arm_poll_timer(o);
 		break;
-	case EV_TIMER:
-		if (read(o->timer_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
-			oracle_poll_start(o);
-		break;
-	default:
+	case LOOP_ROLE:
+		if (fol && ev->data.u64 == EV_FOLLOWER)
+			follower_on_ready(fol, ev->events);
 		break; /* EV_RPC: performed below on every turn */
+	default:
+		break;
 	}
 }
 
 int oracle_main(struct child_ctx *ctx)
 {
-	struct oracle o = {.ctx = ctx, .ep = -1, .timer_fd = -1};
+	struct oracle o = {.ctx = ctx};
 	struct epoll_event evs[8];
 	int rc;
 
-	o.sig_fd = child_init(ctx);
-	if (o.sig_fd < 0)
-		return 1;
-	rc = setup(&o);
+	rc = loop_open(&o.loop, ctx);
+	if (!rc)
+		rc = setup(&o);
 	if (rc) {
-		log_err("oracle setup failed: %s", strerror(rc < 0 && rc > -4096 ? -rc : EINVAL));
+		log_err("oracle setup failed: %s", outbox_error_name(rc));
 		rpc_client_free(o.rpc);
+		loop_close(&o.loop);
 		return 1;
 	}
-	struct follower *fol = follower_new(ctx, o.rpc, o.ep); /* ledger follower (follower.h) */
+	/* ledger follower (follower.h); the oracle runs without it when out of memory */
+	struct follower *fol = follower_new(ctx, o.rpc, o.loop.ep, EV_FOLLOWER);
 	proc_slot_running(o.slot);
-	log_info("running rpc=%s poll=%lldms ttl=%lldms dwell=%lldms",
-		 rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
-		 (long long)ctx->cfg->fee_oracle_ttl_ms, (long long)ctx->cfg->fee_oracle_dwell_ms);
+	log_detail(LOG_LVL_INFO, "running", "rpc=%s poll_ms=%lld ttl_ms=%lld dwell_ms=%lld",
+		   rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
+		   (long long)ctx->cfg->fee_oracle_ttl_ms,
+		   (long long)ctx->cfg->fee_oracle_dwell_ms);
 
-	while (!o.draining) {
+	while (!o.loop.draining) {
 		int timeout = rpc_client_timeout_ms(o.rpc), n;
 
 		if (timeout < 0 || timeout > ORACLE_TICK_MS)
@@ -174,24 +144,19 @@ int oracle_main(struct child_ctx *ctx)
 		proc_slot_heartbeat(o.slot);
 		stats_counter_add(o.stats, MET_HEARTBEATS, 1);
 		stats_counter_add(o.stats, MET_LOOP_ITERATIONS, 1);
-		n = epoll_wait(o.ep, evs, 8, timeout);
+		n = epoll_wait(o.loop.ep, evs, 8, timeout);
 		for (int i = 0; i < n; i++)
-			if (fol && evs[i].data.u64 == FOLLOWER_EV_TAG)
-				follower_on_ready(fol, evs[i].events);
-			else
-				handle(&o, &evs[i]);
+			handle(&o, fol, &evs[i]);
 		rpc_client_perform(o.rpc);
 		if (fol)
 			follower_tick(fol);
-		if (child_supervisor_gone(ctx) && !o.draining) {
-			log_warn("supervisor gone: draining");
-			o.draining = true;
-		}
+		loop_check_supervisor(&o.loop);
 	}
 
 	proc_slot_stopping(o.slot);
 	rpc_client_free(o.rpc); /* cancels a round in flight; nothing is published after this */
 	follower_free(fol);
+	loop_close(&o.loop);
 	log_info("stopped");
 	return 0;
 }

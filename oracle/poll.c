@@ -6,26 +6,18 @@
  */
 #include "oracle/oracle.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/stats.h"
 
 #include <stdio.h>
-#include <time.h>
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void round_done(struct oracle *o)
 {
 	uint64_t ms = (mono_ns() - o->round_started_ns) / 1000000;
 
 	o->in_flight = false;
-	if (o->draining)
+	if (o->loop.draining)
 		return;
 	stats_hist_observe(o->stats, MET_FEE_POLL_MS, ms);
 	if (o->failed) {
@@ -68,7 +60,7 @@ void oracle_poll_start(struct oracle *o)
 	static const enum rpc_method methods[] = {RPC_GET_FEE_STATS, RPC_GET_LATEST_LEDGER};
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 
-	if (o->in_flight || o->draining)
+	if (o->in_flight || o->loop.draining)
 		return;
 	o->in_flight = true;
 	o->failed = false;

@@ -10,13 +10,13 @@
  */
 #include "oracle/oracle.h"
 
+#include "common/clock.h"
 #include "common/fee_view.h"
 #include "common/log.h"
 #include "common/shm/stats.h"
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 static uint64_t clamp_counted(struct oracle *o, uint64_t fee)
 {
@@ -31,14 +31,6 @@ static uint64_t clamp_counted(struct oracle *o, uint64_t fee)
 	else if (which == FEE_CLAMP_FLOOR)
 		stats_counter_add(o->stats, MET_FEE_CLAMP_FLOOR, 1);
 	return fee;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 void oracle_publish(struct oracle *o)
@@ -57,7 +49,7 @@ void oracle_publish(struct oracle *o)
 	sample.usage_ppm = congestion_usage_ppm(d->transaction_count, d->ledger_count,
 						(uint64_t)c->fee_oracle_ledger_max_tx);
 	sample.spread_milli = congestion_spread_milli(d->min, d->p95);
-	sample.now_ms = mono_ms();
+	sample.now_ms = (uint64_t)mono_ms();
 	level = congestion_update(&o->cong, &params, &sample);
 
 	memset(&snap, 0, sizeof(snap));
@@ -65,7 +57,7 @@ void oracle_publish(struct oracle *o)
 	snap.aggressive_base_fee = clamp_counted(o, d->p95);
 	snap.congestion = level;
 	snap.capacity_ppm = sample.usage_ppm;
-	snap.sampled_at_ms = shm_realtime_ms();
+	snap.sampled_at_ms = wall_ms();
 	snap.ttl_ms = (uint32_t)c->fee_oracle_ttl_ms;
 	snap.latest_ledger = o->latest.sequence;
 	snap.latest_ledger_close_time =
@@ -107,7 +99,7 @@ void oracle_seed_from_segment(struct oracle *o)
 
 	if (fee_snapshot_copy(o->ctx->seg, &prev, 100, NULL))
 		return;
-	fee_view_eval(&v, &prev, shm_realtime_ms(), 0);
+	fee_view_eval(&v, &prev, wall_ms(), 0);
 	if (v.stale)
 		return;
 	congestion_seed(&o->cong, (enum fee_congestion)prev.congestion);

@@ -23,6 +23,7 @@
 #include "supervisor/supervisor.h"
 
 #include "common/child.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/inflight.h"
 #include "common/shm/proc_table.h"
@@ -37,31 +38,42 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef int (*child_entry_fn)(struct child_ctx *);
-
 const char *child_name(const struct child *c, char *buf, size_t len)
 {
-	if (c->role == SHM_ROLE_WORKER)
-		snprintf(buf, len, "worker %u", c->index);
+	if (c->role->per_worker)
+		snprintf(buf, len, "%s %u", shm_role_name(c->role->role), c->index);
 	else
-		snprintf(buf, len, "%s", child_role_name(c->role));
+		snprintf(buf, len, "%s", shm_role_name(c->role->role));
 	return buf;
 }
 
+static uint32_t role_count(const struct supervisor *s, const struct role *r)
+{
+	return r->per_worker ? (uint32_t)s->cfg.workers : 1;
+}
+
+/* One child per process of the role table, each with its slot in the segment. */
 int children_init(struct supervisor *s)
 {
-	size_t n = 1 + (size_t)s->cfg.workers;
+	size_t n = 0;
 
+	for (size_t r = 0; r < sup_n_roles; r++)
+		n += role_count(s, &sup_roles[r]);
 	s->children = calloc(n, sizeof(*s->children));
 	if (!s->children)
 		return -ENOMEM;
-	s->n_children = n;
-	s->children[0].role = SHM_ROLE_ORACLE;
-	s->children[0].proc = SHM_PROC_ORACLE;
-	for (size_t i = 1; i < n; i++) {
-		s->children[i].role = SHM_ROLE_WORKER;
-		s->children[i].index = (uint32_t)(i - 1);
-		s->children[i].proc = SHM_PROC_WORKER0 + (uint32_t)(i - 1);
+	s->n_children = 0;
+	for (size_t r = 0; r < sup_n_roles; r++) {
+		for (uint32_t i = 0; i < role_count(s, &sup_roles[r]); i++) {
+			struct child *c = &s->children[s->n_children++];
+			int proc = shm_proc_index(&s->seg, sup_roles[r].role, i);
+
+			if (proc < 0)
+				return proc;
+			c->role = &sup_roles[r];
+			c->index = i;
+			c->proc = (uint32_t)proc;
+		}
 	}
 	return 0;
 }
@@ -80,18 +92,16 @@ static void child_run(struct supervisor *s, struct child *c)
 		.cfg = &s->cfg,
 		.seg = &s->seg,
 		.doorbells = &s->doorbells,
-		.role = c->role,
+		.name = shm_role_name(c->role->role),
 		.index = c->index,
 		.proc = c->proc,
 		.death_fd = s->death_r,
 		.supervisor_pid = s->pid,
 	};
-	child_entry_fn entry = c->role == SHM_ROLE_ORACLE ? oracle_main : worker_main;
-
 	/* The supervisor's own fds; the lock fd and death_r are kept on purpose. */
 	close(s->sig_fd);
 	close(s->death_w);
-	_exit(entry(&ctx));
+	_exit(c->role->entry(&ctx));
 }
 
 int children_spawn(struct supervisor *s, struct child *c)
@@ -116,7 +126,7 @@ int children_spawn(struct supervisor *s, struct child *c)
 			strerror(e));
 		proc_slot_exited(slot, -1, 0);
 		c->state = CHILD_BACKOFF;
-		c->next_start_ns = sup_now_ns() + 1000000000ull;
+		c->next_start_ns = mono_ns() + 1000000000ull;
 		return -e;
 	}
 	atomic_store_explicit(&slot->pid, pid, memory_order_relaxed);
@@ -124,13 +134,13 @@ int children_spawn(struct supervisor *s, struct child *c)
 		c->restarts++;
 	c->pid = pid;
 	c->state = CHILD_RUNNING;
-	c->started_ns = sup_now_ns();
+	c->started_ns = mono_ns();
 	c->watchdog_killed = false;
 	c->term_sent = false;
 	c->ever_started = true;
 	stats_counter_add(s->stats, MET_CHILD_SPAWNS, 1);
-	log_info("started %s pid=%d restarts=%llu", child_name(c, name, sizeof(name)), (int)pid,
-		 (unsigned long long)c->restarts);
+	log_detail(LOG_LVL_INFO, "started %s", "child_pid=%d restarts=%llu",
+		   child_name(c, name, sizeof(name)), (int)pid, (unsigned long long)c->restarts);
 	return 0;
 }
 
@@ -158,13 +168,13 @@ static void child_exited(struct supervisor *s, struct child *c, int status)
 	struct shm_proc_slot *slot = shm_proc_slot(&s->seg, c->proc);
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-	uint64_t now = sup_now_ns(), ran_ms = (now - c->started_ns) / 1000000, delay;
+	uint64_t now = mono_ns(), ran_ms = (now - c->started_ns) / 1000000, delay;
 	pid_t pid = c->pid;
 	char name[32];
 
 	child_name(c, name, sizeof(name));
 	qsbr_mark_offline(&s->qsbr, c->proc);
-	if (c->role == SHM_ROLE_WORKER)
+	if (c->role->role == SHM_ROLE_WORKER)
 		inflight_reset(&s->seg, c->index);
 	proc_slot_exited(slot, code, sig);
 	c->pid = 0;
@@ -174,15 +184,17 @@ static void child_exited(struct supervisor *s, struct child *c, int status)
 	if (s->stopping) {
 		c->state = CHILD_IDLE;
 		if (sig)
-			log_info("%s pid=%d stopped by signal %d", name, (int)pid, sig);
+			log_detail(LOG_LVL_INFO, "%s stopped by signal %d", "child_pid=%d", name,
+				   sig, (int)pid);
 		else
-			log_info("%s pid=%d stopped with exit code %d", name, (int)pid, code);
+			log_detail(LOG_LVL_INFO, "%s stopped with exit code %d", "child_pid=%d",
+				   name, code, (int)pid);
 		return;
 	}
 	if (code == 2) {
 		c->state = CHILD_DISABLED;
-		log_err("%s pid=%d exited with code 2 (configuration): not restarting it", name,
-			(int)pid);
+		log_detail(LOG_LVL_ERR, "%s exited with code 2 (configuration): not restarting it",
+			   "child_pid=%d", name, (int)pid);
 		supervisor_stop(s, 2, "a child cannot run with this configuration");
 		return;
 	}
@@ -191,13 +203,15 @@ static void child_exited(struct supervisor *s, struct child *c, int status)
 	delay = backoff_ms(s, c->quick_deaths);
 	c->quick_deaths++;
 	if (sig)
-		log_err("%s pid=%d killed by signal %d (%s)%s after %llu ms; restart in %llu ms",
-			name, (int)pid, sig, strsignal(sig),
-			WCOREDUMP(status) ? " (core dumped)" : "", (unsigned long long)ran_ms,
-			(unsigned long long)delay);
+		log_detail(LOG_LVL_ERR,
+			   "%s killed by signal %d (%s)%s after %llu ms; restart in %llu ms",
+			   "child_pid=%d", name, sig, strsignal(sig),
+			   WCOREDUMP(status) ? " (core dumped)" : "", (unsigned long long)ran_ms,
+			   (unsigned long long)delay, (int)pid);
 	else
-		log_warn("%s pid=%d exited with code %d after %llu ms; restart in %llu ms", name,
-			 (int)pid, code, (unsigned long long)ran_ms, (unsigned long long)delay);
+		log_detail(LOG_LVL_WARN, "%s exited with code %d after %llu ms; restart in %llu ms",
+			   "child_pid=%d", name, code, (unsigned long long)ran_ms,
+			   (unsigned long long)delay, (int)pid);
 	if (c->quick_deaths >= SUP_CRASH_LOOP)
 		log_err("crash loop: %s died %u times in a row, each within %d ms of its start; "
 			"restarts are backed off up to %lld ms",
@@ -222,7 +236,8 @@ void children_reap(struct supervisor *s)
 			return;
 		c = child_by_pid(s, pid);
 		if (!c) {
-			log_warn("reaped unknown pid=%d", (int)pid);
+			log_detail(LOG_LVL_WARN, "reaped a process that is no child of ours",
+				   "child_pid=%d", (int)pid);
 			continue;
 		}
 		child_exited(s, c, status);
@@ -241,10 +256,9 @@ static void watchdog(struct supervisor *s, struct child *c, uint64_t now)
 
 	if (c->watchdog_killed || now <= since || now - since <= limit)
 		return;
-	log_err("%s pid=%d silent for %llu ms (limit %lld ms): killing it",
-		child_name(c, name, sizeof(name)), (int)c->pid,
-		(unsigned long long)((now - since) / 1000000),
-		(long long)s->cfg.heartbeat_timeout_ms);
+	log_detail(LOG_LVL_ERR, "%s silent for %llu ms (limit %lld ms): killing it", "child_pid=%d",
+		   child_name(c, name, sizeof(name)), (unsigned long long)((now - since) / 1000000),
+		   (long long)s->cfg.heartbeat_timeout_ms, (int)c->pid);
 	kill(c->pid, SIGKILL);
 	c->watchdog_killed = true;
 }
@@ -265,23 +279,27 @@ void children_tick(struct supervisor *s, uint64_t now)
 	stats_gauge_set(s->stats, MET_CHILDREN_RUNNING, running);
 }
 
-size_t children_alive(const struct supervisor *s, int role)
+static bool in_set(const struct child *c, enum child_set set)
+{
+	return set == CHILDREN_ALL || c->role->drains_last == (set == CHILDREN_DRAIN_LAST);
+}
+
+size_t children_alive(const struct supervisor *s, enum child_set set)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < s->n_children; i++)
-		if (s->children[i].state == CHILD_RUNNING &&
-		    (role < 0 || s->children[i].role == (enum shm_role)role))
+		if (s->children[i].state == CHILD_RUNNING && in_set(&s->children[i], set))
 			n++;
 	return n;
 }
 
-void children_signal(struct supervisor *s, int role, int sig)
+void children_signal(struct supervisor *s, enum child_set set, int sig)
 {
 	for (size_t i = 0; i < s->n_children; i++) {
 		struct child *c = &s->children[i];
 
-		if (c->state != CHILD_RUNNING || (role >= 0 && c->role != (enum shm_role)role))
+		if (c->state != CHILD_RUNNING || !in_set(c, set))
 			continue;
 		kill(c->pid, sig);
 		if (sig == SIGTERM)

@@ -19,6 +19,7 @@
  */
 #include "supervisor/supervisor.h"
 
+#include "common/clock.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/shm/proc_table.h"
@@ -31,19 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SHM_RING_CAPACITY 1024
 #define SHM_FEE_SLOTS     4
-
-uint64_t sup_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -142,12 +134,13 @@ static int run(struct supervisor *s)
 	rc = setup(s);
 	if (rc)
 		return rc;
-	if (children_init(s)) {
-		log_err("out of memory");
+	rc = children_init(s);
+	if (rc) {
+		log_err("cannot set up the child table: %s", outbox_error_name(rc));
 		return 1;
 	}
-	log_info("started instance=%s workers=%lld segment=%s", s->cfg.instance,
-		 (long long)s->cfg.workers, s->seg.name);
+	log_detail(LOG_LVL_INFO, "started", "instance=%s workers=%lld segment=%s", s->cfg.instance,
+		   (long long)s->cfg.workers, s->seg.name);
 	for (size_t i = 0; i < s->n_children && !s->stopping; i++)
 		children_spawn(s, &s->children[i]);
 
@@ -158,7 +151,7 @@ static int run(struct supervisor *s)
 		if (poll(&pfd, 1, SUP_TICK_MS) > 0)
 			signals_handle(s);
 		children_reap(s);
-		now = sup_now_ns();
+		now = mono_ns();
 		shm_segment_heartbeat(&s->seg);
 		if (s->stopping) {
 			if (drain_step(s, now))
@@ -168,7 +161,7 @@ static int run(struct supervisor *s)
 		children_tick(s, now);
 	}
 	children_reap(s);
-	log_info("stopped exit_code=%d", s->exit_code);
+	log_detail(LOG_LVL_INFO, "stopped", "exit_code=%d", s->exit_code);
 	return s->exit_code;
 }
 
@@ -180,7 +173,7 @@ int main(int argc, char **argv)
 	size_t n_keys = 0;
 	int rc;
 
-	log_init("supervisor", -1, LOG_FMT_KV, LOG_LVL_INFO);
+	log_init(shm_role_name(SHM_ROLE_SUPERVISOR), -1, LOG_FMT_KV, LOG_LVL_INFO);
 	if (argc > 2) {
 		usage(stderr);
 		return 2;
@@ -201,7 +194,7 @@ int main(int argc, char **argv)
 		log_err("bad configuration: %s", err.msg);
 		return 2;
 	}
-	log_init("supervisor", -1, s.cfg.log_format, s.cfg.log_level);
+	log_init(shm_role_name(SHM_ROLE_SUPERVISOR), -1, s.cfg.log_format, s.cfg.log_level);
 	if (keys_file_check(s.cfg.signer_keys_file, &n_keys, &err)) {
 		log_err("bad configuration: %s", err.msg);
 		return 2;

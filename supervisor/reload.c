@@ -20,6 +20,7 @@
 #include "supervisor/supervisor.h"
 
 #include "common/log.h"
+#include "common/shm/proc_table.h"
 
 #include <signal.h>
 
@@ -37,7 +38,7 @@ void reload_run(struct supervisor *s)
 		return;
 	}
 	s->cfg = next;
-	log_init("supervisor", -1, s->cfg.log_format, s->cfg.log_level);
+	log_init(shm_role_name(SHM_ROLE_SUPERVISOR), -1, s->cfg.log_format, s->cfg.log_level);
 	log_info("reload: configuration applied, signalling children");
-	children_signal(s, -1, SIGHUP);
+	children_signal(s, CHILDREN_ALL, SIGHUP);
 }

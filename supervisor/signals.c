@@ -8,12 +8,14 @@
  *
  * Drain (SIGTERM/SIGINT, or a child that exited 2): workers are told first
  * (SIGTERM: stop taking work, finish or abandon what is in flight, exit),
- * the oracle once every worker is gone; whatever still runs when
+ * the oracle once every worker is gone (the role table's drains_last,
+ * roles.c); whatever still runs when
  * OUTBOX_DRAIN_TIMEOUT_MS has passed since the start of the drain gets
  * SIGKILL. Nothing is restarted during a drain.
  */
 #include "supervisor/supervisor.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -45,36 +47,35 @@ void supervisor_stop(struct supervisor *s, int exit_code, const char *why)
 	if (s->stopping)
 		return;
 	s->stopping = true;
-	s->stop_started_ns = sup_now_ns();
+	s->stop_started_ns = mono_ns();
 	log_info("draining: %s (children get %lld ms)", why, (long long)s->cfg.drain_timeout_ms);
 	for (size_t i = 0; i < s->n_children; i++)
 		if (s->children[i].state == CHILD_BACKOFF)
 			s->children[i].state = CHILD_IDLE;
-	children_signal(s, SHM_ROLE_WORKER, SIGTERM);
-	children_signal(s, SHM_ROLE_GATEWAY, SIGTERM);
+	children_signal(s, CHILDREN_DRAIN_FIRST, SIGTERM);
 }
 
 bool drain_step(struct supervisor *s, uint64_t now)
 {
 	uint64_t elapsed_ms = (now - s->stop_started_ns) / 1000000;
 
-	if (!s->workers_done && children_alive(s, SHM_ROLE_WORKER) == 0 &&
-	    children_alive(s, SHM_ROLE_GATEWAY) == 0) {
-		s->workers_done = true;
-		children_signal(s, SHM_ROLE_ORACLE, SIGTERM);
+	if (!s->last_told && children_alive(s, CHILDREN_DRAIN_FIRST) == 0) {
+		s->last_told = true;
+		children_signal(s, CHILDREN_DRAIN_LAST, SIGTERM);
 	}
 	if (!s->kill_sent && elapsed_ms >= (uint64_t)s->cfg.drain_timeout_ms &&
-	    children_alive(s, -1)) {
+	    children_alive(s, CHILDREN_ALL)) {
 		log_warn("drain timeout: killing %zu children still running",
-			 children_alive(s, -1));
-		children_signal(s, -1, SIGKILL);
+			 children_alive(s, CHILDREN_ALL));
+		children_signal(s, CHILDREN_ALL, SIGKILL);
 		s->kill_sent = true;
 	}
 	if (s->kill_sent && elapsed_ms >= (uint64_t)s->cfg.drain_timeout_ms + SUP_KILL_GRACE_MS) {
-		log_err("giving up on %zu children that survived SIGKILL", children_alive(s, -1));
+		log_err("giving up on %zu children that survived SIGKILL",
+			children_alive(s, CHILDREN_ALL));
 		return true;
 	}
-	return children_alive(s, -1) == 0;
+	return children_alive(s, CHILDREN_ALL) == 0;
 }
 
 void signals_handle(struct supervisor *s)

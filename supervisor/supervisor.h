@@ -2,6 +2,7 @@
  * supervisor.h - the supervisor's private state, shared by its files:
  *
  *	main.c      arguments, configuration, start-up and shutdown order
+ *	roles.c     the role table: what is forked, how many, which entry point
  *	children.c  the child table: spawn, reap, restart backoff, watchdog
  *	signals.c   signalfd for SIGTERM/SIGINT/SIGHUP/SIGCHLD, drain state
  *	reload.c    SIGHUP: validate the new configuration, tell the children
@@ -14,6 +15,7 @@
 #ifndef OUTBOX_SUPERVISOR_H
 #define OUTBOX_SUPERVISOR_H
 
+#include "common/child.h"
 #include "common/config.h"
 #include "common/shm/doorbell.h"
 #include "common/shm/qsbr.h"
@@ -29,6 +31,17 @@
 #define SUP_CRASH_LOOP       3     /* consecutive quick deaths that count as a loop */
 #define SUP_KILL_GRACE_MS    5000  /* after SIGKILL, wait this long for reaping */
 
+/* A role the supervisor forks (roles.c). */
+struct role {
+	enum shm_role role;
+	child_entry_fn *entry;
+	bool per_worker;  /* OUTBOX_WORKERS of them, else one */
+	bool drains_last; /* told to stop only once every other child is gone */
+};
+
+extern const struct role sup_roles[]; /* in spawn order */
+extern const size_t sup_n_roles;
+
 enum child_state {
 	CHILD_IDLE = 0, /* not running, not scheduled */
 	CHILD_RUNNING,  /* forked, not yet reaped */
@@ -37,7 +50,7 @@ enum child_state {
 };
 
 struct child {
-	enum shm_role role;
+	const struct role *role;
 	uint32_t index; /* role-local */
 	uint32_t proc;  /* process index in the segment */
 	enum child_state state;
@@ -69,7 +82,7 @@ struct supervisor {
 	bool stopping;
 	int exit_code;
 	uint64_t stop_started_ns;
-	bool workers_done; /* drain phase 2: oracle signalled */
+	bool last_told; /* drain phase 2: the drains_last roles signalled */
 	bool kill_sent;
 };
 
@@ -79,8 +92,10 @@ void children_release(struct supervisor *s);
 int children_spawn(struct supervisor *s, struct child *c);
 void children_reap(struct supervisor *s);
 void children_tick(struct supervisor *s, uint64_t now_ns);
-size_t children_alive(const struct supervisor *s, int role);   /* role -1 = any */
-void children_signal(struct supervisor *s, int role, int sig); /* role -1 = any */
+/* Which children a call is about: all, or one drain phase (struct role). */
+enum child_set { CHILDREN_ALL, CHILDREN_DRAIN_FIRST, CHILDREN_DRAIN_LAST };
+size_t children_alive(const struct supervisor *s, enum child_set set);
+void children_signal(struct supervisor *s, enum child_set set, int sig);
 const char *child_name(const struct child *c, char *buf, size_t len);
 
 /* signals.c */
@@ -92,7 +107,5 @@ bool drain_step(struct supervisor *s, uint64_t now_ns);
 
 /* reload.c */
 void reload_run(struct supervisor *s);
-
-uint64_t sup_now_ns(void);
 
 #endif

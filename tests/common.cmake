@@ -1,5 +1,8 @@
 # common/: its pure rules and small modules, each on its own.
-foreach(s check_backoff check_error check_events check_fate check_fee_policy check_fee_view check_feemath
-		check_idempotency check_lifecycle check_priority check_vshard)
+foreach(s check_backoff check_error check_events check_fate check_fee_policy check_fee_view
+		check_feemath check_idempotency check_lifecycle check_log check_priority check_vshard)
 	outbox_suite(${s} LIBS outbox_common)
 endforeach()
+# common/pgq.c, the PostgreSQL driver of the roles, against a real server
+# (and a silent one).
+outbox_suite(check_pgq LIBS outbox_common outbox_testsupport)

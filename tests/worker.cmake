@@ -1,5 +1,5 @@
-# Dispatch engine: the structural executors test, the PostgreSQL driver's
-# suite and the integration suites that drive outboxd + stellar-sim.
+# Dispatch engine: the structural executors test and the integration suites
+# that drive outboxd + stellar-sim.
 
 # Only worker/executors.c may call the raw submit function: every envelope
 # leaves through the executors table, after its attempt row committed. The
@@ -25,7 +25,6 @@ endif()
 foreach(s check_dispatch check_dispatch_multi check_dispatch_fees check_exactly_once)
 	outbox_suite(${s} LIBS outbox_testsupport outbox_stellar DEPENDS outboxd outboxctl stellar-sim)
 endforeach()
-outbox_suite(check_pgq LIBS outbox_worker outbox_testsupport)
 
 # bench_dispatch (tests/bench/dispatch.c): confirmed ops/s, enqueue-to-send
 # latency and PostgreSQL's own limit for the same SQL (pgbench); built into

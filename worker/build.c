@@ -20,6 +20,7 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/crashpoint.h"
 #include "common/fee_policy.h"
 #include "common/log.h"
@@ -108,7 +109,7 @@ static void record(struct job *j)
 static void choose_bounds(struct job *j)
 {
 	struct worker *w = j->w;
-	int64_t now_s = (int64_t)(shm_realtime_ms() / 1000);
+	int64_t now_s = (int64_t)(wall_ms() / 1000);
 	const struct chain_mark *m = w->n_marks ? &w->marks[w->n_marks - 1] : NULL;
 	int64_t close = m ? m->close : 0, span;
 
@@ -247,7 +248,7 @@ void build_start(struct job *j)
 	 * backlog counts too) that keeps "never deferred beyond
 	 * OUTBOX_LOW_MAX_DEFER_MS after enqueue" true without another column.
 	 */
-	int64_t age = (int64_t)shm_realtime_ms() - j->created_ms;
+	int64_t age = (int64_t)wall_ms() - j->created_ms;
 	struct fee_policy_in in = {.priority = j->prio,
 				   .view = &w->fees,
 				   .step = (uint32_t)j->attempts,

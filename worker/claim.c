@@ -29,6 +29,7 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/inflight.h"
 
@@ -96,11 +97,11 @@ static bool take_row(struct worker *w, const PGresult *res, int r)
 			      ? -1
 			      : strtoll(PQgetvalue(res, r, K_SEQ_HIGH), NULL, 10);
 	j->created_ms = strtoll(PQgetvalue(res, r, K_CREATED), NULL, 10);
-	j->claimed_ms = pgq_now_ms();
+	j->claimed_ms = mono_ms();
 	j->st = J_CLAIMED;
 	stats_counter_add(w->stats, MET_CLAIMS, 1);
 	stats_hist_observe(w->stats, MET_ENQUEUE_TO_CLAIM_MS,
-			   (uint64_t)((int64_t)shm_realtime_ms() - j->created_ms));
+			   (uint64_t)((int64_t)wall_ms() - j->created_ms));
 	return true;
 }
 
@@ -125,10 +126,10 @@ static void on_claim(PGresult *res, void *arg)
 	for (int r = 0; r < n; r++)
 		(void)take_row(w, res, r);
 	if (n > 0)
-		w->last_found_ms = pgq_now_ms();
+		w->last_found_ms = mono_ms();
 	if (w->claim_again)
 		worker_schedule_claim(w, 0);
-	else if (n > 0 || pgq_now_ms() - w->last_found_ms < WORKER_BUSY_MS)
+	else if (n > 0 || mono_ms() - w->last_found_ms < WORKER_BUSY_MS)
 		worker_schedule_claim(w, WORKER_LANE_POLL_MS);
 	w->claim_again = false;
 }
@@ -141,7 +142,7 @@ void claim_tick(struct worker *w)
 	int64_t room = w->cfg->global_max_in_flight - inflight_total(w->ctx->seg);
 	int64_t batch = w->cfg->batch_size;
 
-	if (w->claiming || !w->pg_up || w->draining)
+	if (w->claiming || !w->pg_up || w->loop.draining)
 		return;
 	if (room <= 0) {
 		stats_counter_add(w->stats, MET_INFLIGHT_DENIED, 1);

@@ -28,6 +28,7 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/crashpoint.h"
 #include "common/fee_policy.h"
 #include "common/feemath.h"
@@ -44,7 +45,7 @@ static void decide(struct job *j);
 
 static void schedule(struct job *j, int64_t in_ms)
 {
-	j->due_ms = pgq_now_ms() + in_ms;
+	j->due_ms = mono_ms() + in_ms;
 }
 
 static void next_poll(struct job *j)
@@ -135,7 +136,7 @@ static void on_sent(struct rpc_result *r, void *arg)
 static void send(struct job *j)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	int64_t now = pgq_now_ms();
+	int64_t now = mono_ms();
 	int idx = current(j);
 
 	if (idx < 0) {
@@ -147,7 +148,7 @@ static void send(struct job *j)
 		j->first_sent_ms = now;
 		if (j->created_ms && !j->adopted && j->attempt_no == 1 && idx == 0)
 			stats_hist_observe(j->w->stats, MET_ENQUEUE_TO_SEND_MS,
-					   (uint64_t)((int64_t)shm_realtime_ms() - j->created_ms));
+					   (uint64_t)((int64_t)wall_ms() - j->created_ms));
 	}
 	if (executor_send(j, j->env[idx].b64, on_sent, &err)) {
 		log_warn("op %lld: send: %s", (long long)j->op_id, err.msg);
@@ -164,7 +165,7 @@ void follow_start(struct job *j, bool send_now)
 	j->st = J_FOLLOWING;
 	j->poll_ms = 0;
 	if (!j->last_acct_ms)
-		j->last_acct_ms = send_now ? pgq_now_ms() : 1;
+		j->last_acct_ms = send_now ? mono_ms() : 1;
 	if (send_now)
 		send(j);
 	else
@@ -184,7 +185,7 @@ static void on_bump_recorded(PGresult *res, void *arg)
 		return;
 	}
 	j->env[j->n_env - 1].recorded = true;
-	j->last_bump_ms = pgq_now_ms();
+	j->last_bump_ms = mono_ms();
 	j->sent_ledger = 0;
 	stats_counter_add(j->w->stats, MET_FEE_BUMPS, 1);
 	send(j);
@@ -235,7 +236,7 @@ static bool try_bump(struct job *j)
 	int64_t fee;
 	int k = j->n_env;
 
-	j->last_bump_ms = pgq_now_ms();
+	j->last_bump_ms = mono_ms();
 	if (j->bump_high >= w->cfg->fee_bump_max_attempts || k > WORKER_MAX_BUMPS ||
 	    !bump_fee(j, &fee))
 		return false;
@@ -398,7 +399,7 @@ static void on_account(struct rpc_result *r, void *arg)
 	}
 	stats_counter_add(j->w->stats, MET_ACCOUNT_READS, 1);
 	worker_saw_ledger(j->w, a->latest_ledger, 0);
-	j->last_acct_ms = pgq_now_ms();
+	j->last_acct_ms = mono_ms();
 	j->want_account = false;
 	if (!fate_note_account(&j->facts, !a->found, a->seq_num, a->latest_ledger))
 		log_err("op %lld: the RPC's account reads contradict each other (sequence %lld at "
@@ -430,7 +431,7 @@ static void hold(struct job *j, const struct fate_verdict *v)
 /* Nothing decided: keep the envelope in front of the network. */
 static void unknown(struct job *j)
 {
-	int64_t now = pgq_now_ms();
+	int64_t now = mono_ms();
 	int64_t since = j->last_bump_ms > j->first_sent_ms ? j->last_bump_ms : j->first_sent_ms;
 
 	if (can_send(j) && j->first_sent_ms && now - since > j->w->cfg->submitted_timeout_ms &&
@@ -513,7 +514,7 @@ void follow_poll(struct job *j)
 		req.hash = j->landed.hash;
 	else if (j->consumed)
 		req.hash = j->env[j->lookup_i].hash;
-	else if (want_account(j, pgq_now_ms())) {
+	else if (want_account(j, mono_ms())) {
 		req = (struct rpc_request){.method = RPC_GET_ACCOUNT};
 		memcpy(req.account, j->signer->pub, 32);
 		cb = on_account;

@@ -1,7 +1,7 @@
 /*
  * leases.c - vshard leases: acquire, renew, release, and what losing one means.
  *
- * Worker i of N owns vshards v with v % N == i. At start (and after every
+ * Worker i owns the vshards outbox_vshard_owner() gives it (common/vshard.h). At start (and after every
  * reconnect to PostgreSQL) it asks lease_acquire for each; every
  * WORKER_FOREIGN_TRY_MS it asks again for those it does not hold, which is
  * how a second instance takes over the vshards of a dead one once their
@@ -14,7 +14,9 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/vshard.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -30,7 +32,7 @@ struct lease_ctx {
 
 static bool mine(const struct worker *w, int v)
 {
-	return (uint32_t)v % (uint32_t)w->cfg->workers == w->ctx->index;
+	return outbox_vshard_owner(v, (int)w->cfg->workers) == (int)w->ctx->index;
 }
 
 static void on_acquire(PGresult *res, void *arg)
@@ -89,8 +91,8 @@ static void acquire_mine(struct worker *w)
 	for (int v = 0; v < w->nvshards; v++)
 		if (mine(w, v))
 			try_acquire(w, v);
-	w->next_foreign_ms = pgq_now_ms() + WORKER_FOREIGN_TRY_MS;
-	w->next_renew_ms = pgq_now_ms() + WORKER_LEASE_TTL_MS / 3;
+	w->next_foreign_ms = mono_ms() + WORKER_FOREIGN_TRY_MS;
+	w->next_renew_ms = mono_ms() + WORKER_LEASE_TTL_MS / 3;
 }
 
 static void on_release(PGresult *res, void *arg);
@@ -254,7 +256,7 @@ out:
 
 void leases_tick(struct worker *w, int64_t now)
 {
-	if (!w->pg_up || w->draining)
+	if (!w->pg_up || w->loop.draining)
 		return;
 	if (now >= w->next_renew_ms && !w->renewing) {
 		w->next_renew_ms = now + WORKER_LEASE_TTL_MS / 3;

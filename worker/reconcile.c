@@ -21,6 +21,7 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/inflight.h"
 #include "common/stellar/xdr.h"
@@ -150,7 +151,7 @@ static bool start_adopted(struct worker *w, int v)
 		}
 		if (!j->n_env || j->kind == OP_KIND_COUNT)
 			return false;
-		j->first_sent_ms = pgq_now_ms(); /* its bump timer starts now */
+		j->first_sent_ms = mono_ms(); /* its bump timer starts now */
 		follow_start(j, false);
 	}
 	return true;

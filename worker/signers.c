@@ -30,11 +30,11 @@ static bool key_is_mine(const struct worker *w, const uint8_t pub[32])
 
 	strkey_encode_account(pub, id);
 	v = outbox_vshard_of(id, strlen(id), (int)w->cfg->vshards);
-	return v >= 0 && (uint32_t)v % (uint32_t)w->cfg->workers == w->ctx->index;
+	return outbox_vshard_owner(v, (int)w->cfg->workers) == (int)w->ctx->index;
 }
 
 /*
- * Keep only the seeds of signers in this worker's vshards (v % N == index:
+ * Keep only the seeds of signers in this worker's vshards (outbox_vshard_owner:
  * the only vshards it ever leases, a takeover of a dead instance included),
  * so a worker holds no key it cannot use. The others are wiped with the
  * file's copy.

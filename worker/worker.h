@@ -3,13 +3,13 @@
  * function one of its files calls in another. worker/README.md tells the
  * story; in short, an op travels one way:
  *
- *	worker_main.c  the epoll loop; hints from the rings (hints.c)
+ *	worker_main.c  the event loop (common/loop.h); hints from the rings (hints.c)
  *	leases.c       vshard leases; reconcile.c adopts a vshard's SUBMITTED ops
  *	claim.c        claims PENDING ops of our reconciled vshards -> jobs
  *	build.c        fee policy, account, simulate, build, sign, write-ahead row
  *	follow.c       send, re-send, fee-bump, follow and prove the fate
  *	job.c          a job's life: fenced SQL, the final write, the end
- *	pgq.c          PostgreSQL, group-committed
+ *	common/pgq.c   PostgreSQL, group-committed
  *
  * One thread, one epoll loop. Every step of a job is asynchronous and a job
  * has at most one call outstanding (job->busy), so its life is a sequence of
@@ -34,6 +34,7 @@
 #include "common/fate.h"
 #include "common/fee_view.h"
 #include "common/keys.h"
+#include "common/loop.h"
 #include "common/priority.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/proc_table.h"
@@ -41,7 +42,7 @@
 #include "common/shm/stats.h"
 #include "common/stellar/rpc.h"
 #include "common/stellar/txbuild.h"
-#include "worker/pgq.h"
+#include "common/pgq.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -66,7 +67,7 @@
  * writes, reconcile, claim_release, lease_release) goes through that
  * vshard's data connection (worker_pg), so they keep the FIFO order they
  * would have on a single connection, while other vshards' writes do not
- * queue behind them, and queued job writes share commits (pgq.h, group
+ * queue behind them, and queued job writes share commits (common/pgq.h, group
  * commit). Four: one for control, three commit queues (README, Dispatch
  * performance).
  */
@@ -113,8 +114,8 @@ struct worker {
 	struct shm_proc_slot *slot;
 	struct shm_stats_block *stats;
 	struct shm_doorbell *db;
-	int db_fd, sig_fd, ep, timer_fd;
-	bool draining;
+	int db_fd;
+	struct loop loop; /* its timer fires every OUTBOX_DISPATCH_INTERVAL_MS: the sweep */
 
 	struct pgq pg[WORKER_PG_CONNS];
 	bool pg_up; /* every connection is up */

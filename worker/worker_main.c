@@ -1,15 +1,15 @@
 /*
  * worker_main.c - a worker process: the dispatch engine's event loop.
  *
- * One epoll set over: the signalfd and the supervisor death pipe (drain),
- * the ring doorbell (hints from other roles: a wake-up claims at once), a
- * timerfd at OUTBOX_DISPATCH_INTERVAL_MS (the sweep: claims whatever a hint
- * missed, backoff timers included), the WORKER_PG_CONNS PostgreSQL
- * connections (pgq.h; see worker.h for which statement goes where) and
- * the RPC client's fd (rpc.h). Every turn: QSBR quiescent point, fee view
- * for this turn, heartbeat; reconnect PostgreSQL when due; renew and
- * acquire leases (leases.c); claim when asked (claim.c); run due jobs
- * (attempt.c, follow.c).
+ * One event loop (common/loop.h: signals, the supervisor's death pipe and
+ * a timer at OUTBOX_DISPATCH_INTERVAL_MS, the sweep that claims whatever a
+ * hint missed, backoff timers included) with the worker's own fds: the ring
+ * doorbell (hints from other roles: a wake-up claims at once), the
+ * WORKER_PG_CONNS PostgreSQL connections (common/pgq.h; see worker.h for
+ * which statement goes where) and the RPC client's fd (rpc.h). Every turn:
+ * QSBR quiescent point, fee view for this turn, heartbeat; reconnect
+ * PostgreSQL when due; renew and acquire leases (leases.c); claim when asked
+ * (claim.c); run due jobs (job.c, build.c, follow.c).
  *
  * Wake-up: the worker LISTENs on outbox_wake on its connection 0 (the
  * CRITICAL-only NOTIFY of schema/0003_wakeup.sql); NORMAL/LOW work is found
@@ -29,47 +29,38 @@
  * unusable is a configuration error, exit 2, which the supervisor does not
  * restart.
  */
+#include "worker/worker_main.h"
+
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/inflight.h"
 #include "common/stellar/sign.h"
 
 #include <errno.h>
 #include <sodium.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #define WORKER_TICK_MS 100
 
-enum { EV_SIGNAL = 1, EV_DEATH, EV_DOORBELL, EV_TIMER, EV_RPC, EV_PG /* + connection */ };
+enum { EV_DOORBELL = LOOP_TAG_ROLE, EV_RPC, EV_PG /* + connection */ };
 
-static int epoll_add(int ep, int fd, uint64_t tag)
+/* The sweep: every OUTBOX_DISPATCH_INTERVAL_MS, the first one interval after the start. */
+static int arm_sweep(struct worker *w)
 {
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+	int64_t ms = w->ctx->cfg->dispatch_interval_ms;
 
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
-}
-
-static int arm_timer(int fd, int64_t ms)
-{
-	struct itimerspec its = {
-		.it_interval = {ms / 1000, (ms % 1000) * 1000000},
-		.it_value = {ms / 1000, (ms % 1000) * 1000000},
-	};
-
-	return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
+	return loop_timer(&w->loop, ms, ms);
 }
 
 void worker_saw_ledger(struct worker *w, uint32_t ledger, int64_t close_time)
 {
-	int64_t now_s = (int64_t)(shm_realtime_ms() / 1000);
+	int64_t now_s = (int64_t)(wall_ms() / 1000);
 
 	if (!ledger)
 		return;
@@ -100,7 +91,7 @@ uint32_t worker_first_ledger_after(const struct worker *w, int64_t t)
 
 void worker_schedule_claim(struct worker *w, int64_t in_ms)
 {
-	int64_t at = pgq_now_ms() + in_ms;
+	int64_t at = mono_ms() + in_ms;
 
 	if (w->claiming) {
 		if (in_ms == 0)
@@ -121,8 +112,7 @@ static void read_fees(struct worker *w)
 {
 	const struct fee_snapshot *s = fee_snapshot_get(&w->reader);
 
-	fee_view_eval(&w->fees, s, shm_realtime_ms(),
-		      (uint64_t)w->ctx->cfg->fee_oracle_default_base_fee);
+	fee_view_eval(&w->fees, s, wall_ms(), (uint64_t)w->ctx->cfg->fee_oracle_default_base_fee);
 	stats_counter_add(w->stats, MET_SNAPSHOT_READS, 1);
 	if (w->fees.stale)
 		stats_counter_add(w->stats, MET_SNAPSHOT_STALE, 1);
@@ -196,40 +186,35 @@ static void pg_ready(struct worker *w, const struct epoll_event *ev)
 		pgq_on_ready(&w->pg[ev->data.u64 - EV_PG], ev->events);
 }
 
-static void handle(struct worker *w, const struct epoll_event *ev)
+static void handle_own(struct worker *w, const struct epoll_event *ev)
 {
-	uint64_t n;
-	int sig;
-
 	switch (ev->data.u64) {
-	case EV_SIGNAL:
-		while ((sig = child_signal_next(w->sig_fd)) > 0) {
-			if (sig == SIGHUP) {
-				if (!child_reload(w->ctx))
-					arm_timer(w->timer_fd, w->ctx->cfg->dispatch_interval_ms);
-			} else {
-				log_info("draining on signal %d", sig);
-				w->draining = true;
-			}
-		}
-		break;
-	case EV_DEATH:
-		log_warn("supervisor gone: draining");
-		w->draining = true;
-		break;
 	case EV_DOORBELL:
 		stats_counter_add(w->stats, MET_DOORBELL_WAKEUPS, 1);
 		hints_read(w);
-		break;
-	case EV_TIMER:
-		(void)!read(w->timer_fd, &n, sizeof(n));
-		worker_schedule_claim(w, 0);
 		break;
 	case EV_RPC:
 		rpc_client_perform(w->rpc);
 		break;
 	default:
 		pg_ready(w, ev);
+	}
+}
+
+static void handle(struct worker *w, const struct epoll_event *ev)
+{
+	switch (loop_event(&w->loop, ev)) {
+	case LOOP_TIMER:
+		worker_schedule_claim(w, 0);
+		break;
+	case LOOP_RELOADED:
+		arm_sweep(w);
+		break;
+	case LOOP_ROLE:
+		handle_own(w, ev);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -249,10 +234,6 @@ static int setup(struct worker *w, struct outbox_error *err)
 	rc = fee_reader_init(&w->reader, ctx->seg, ctx->proc);
 	if (rc)
 		return rc;
-	w->ep = epoll_create1(EPOLL_CLOEXEC);
-	w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (w->ep < 0 || w->timer_fd < 0)
-		return -errno;
 	w->nvshards = (int)ctx->cfg->vshards;
 	w->leases = calloc((size_t)w->nvshards, sizeof(*w->leases));
 	if (!w->leases)
@@ -264,20 +245,17 @@ static int setup(struct worker *w, struct outbox_error *err)
 	if (!w->rpc)
 		return -EINVAL;
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
-		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, w->ep, EV_PG + (uint64_t)k,
-				   on_notify, on_connect, w)))
+		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, "outboxd-worker", w->loop.ep,
+				   EV_PG + (uint64_t)k, on_notify, on_connect, w)))
 			return rc;
-	if ((rc = epoll_add(w->ep, w->sig_fd, EV_SIGNAL)) ||
-	    (rc = epoll_add(w->ep, ctx->death_fd, EV_DEATH)) ||
-	    (rc = epoll_add(w->ep, w->db_fd, EV_DOORBELL)) ||
-	    (rc = epoll_add(w->ep, w->timer_fd, EV_TIMER)) ||
-	    (rc = epoll_add(w->ep, rpc_client_fd(w->rpc), EV_RPC)))
+	if ((rc = loop_add(&w->loop, w->db_fd, EV_DOORBELL)) ||
+	    (rc = loop_add(&w->loop, rpc_client_fd(w->rpc), EV_RPC)))
 		return rc;
 	for (int pr = 0; pr < SHM_N_PRODUCERS; pr++)
 		w->ring_ok[pr] = spsc_ring_attach(&w->rings[pr], ctx->seg, (enum shm_producer)pr,
 						  ctx->index) == 0;
 	inflight_set(ctx->seg, ctx->index, 0);
-	return arm_timer(w->timer_fd, ctx->cfg->dispatch_interval_ms);
+	return arm_sweep(w);
 }
 
 static int wait_ms(struct worker *w, int64_t now)
@@ -297,7 +275,7 @@ static int wait_ms(struct worker *w, int64_t now)
 
 static void turn(struct worker *w)
 {
-	int64_t now = pgq_now_ms();
+	int64_t now = mono_ms();
 
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
 		pgq_tick(&w->pg[k], now);
@@ -320,12 +298,12 @@ static size_t pg_pending(const struct worker *w)
 
 static void drain(struct worker *w)
 {
-	int64_t until = pgq_now_ms() + 2000;
+	int64_t until = mono_ms() + 2000;
 
 	leases_release_all(w);
-	while (pg_pending(w) && pgq_now_ms() < until) {
+	while (pg_pending(w) && mono_ms() < until) {
 		struct epoll_event evs[8];
-		int n = epoll_wait(w->ep, evs, 8, 50);
+		int n = epoll_wait(w->loop.ep, evs, 8, 50);
 		for (int i = 0; i < n; i++)
 			if (evs[i].data.u64 == EV_RPC)
 				rpc_client_perform(w->rpc);
@@ -336,28 +314,30 @@ static void drain(struct worker *w)
 
 int worker_main(struct child_ctx *ctx)
 {
-	struct worker w = {.ctx = ctx, .cfg = ctx->cfg, .ep = -1, .timer_fd = -1};
+	struct worker w = {.ctx = ctx, .cfg = ctx->cfg};
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct epoll_event evs[32];
 	int rc;
 
-	w.sig_fd = child_init(ctx);
-	if (w.sig_fd < 0)
+	rc = loop_open(&w.loop, ctx);
+	if (rc) {
+		log_err("worker setup: %s", outbox_error_name(rc));
+		loop_close(&w.loop);
 		return 1;
+	}
 	if (keys_file_check(ctx->cfg->signer_keys_file, NULL, &err) || signers_load(&w, &err)) {
 		log_err("cannot run: %s", err.msg);
 		return 2;
 	}
 	rc = setup(&w, &err);
 	if (rc) {
-		log_err("worker setup: %s",
-			err.msg[0] ? err.msg : strerror(rc < 0 && rc > -4096 ? -rc : EINVAL));
+		log_err("worker setup: %s", err.msg[0] ? err.msg : outbox_error_name(rc));
 		return 1;
 	}
 	proc_slot_running(w.slot);
 	log_info("running as %s", w.owner);
 
-	while (!w.draining) {
+	while (!w.loop.draining) {
 		int n;
 
 		qsbr_quiescent(&w.reader.q, w.reader.me);
@@ -370,7 +350,7 @@ int worker_main(struct child_ctx *ctx)
 
 		doorbell_prepare(w.db);
 		qsbr_offline(&w.reader.q, w.reader.me);
-		n = epoll_wait(w.ep, evs, 32, wait_ms(&w, pgq_now_ms()));
+		n = epoll_wait(w.loop.ep, evs, 32, wait_ms(&w, mono_ms()));
 		qsbr_online(&w.reader.q, w.reader.me);
 		doorbell_done(w.db, w.db_fd);
 		if (n == 0)
@@ -378,10 +358,7 @@ int worker_main(struct child_ctx *ctx)
 		for (int i = 0; i < n; i++)
 			handle(&w, &evs[i]);
 		rpc_client_perform(w.rpc);
-		if (child_supervisor_gone(ctx) && !w.draining) {
-			log_warn("supervisor gone: draining");
-			w.draining = true;
-		}
+		loop_check_supervisor(&w.loop);
 	}
 
 	proc_slot_stopping(w.slot);
@@ -391,6 +368,7 @@ int worker_main(struct child_ctx *ctx)
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
 		pgq_release(&w.pg[k]);
 	signers_release(&w);
+	loop_close(&w.loop);
 	log_info("stopped");
 	return 0;
 }

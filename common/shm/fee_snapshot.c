@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/seqcount.h"
@@ -113,13 +114,13 @@ static void sleep_ns(uint64_t ns)
 /* Wait with backoff for a free slot; logs every FEE_PUBLISH_LOG_MS. */
 static int wait_free_slot(struct fee_publisher *p, uint32_t cur_slot, uint64_t timeout_ms)
 {
-	uint64_t start = shm_now_ns(), next_log = start + FEE_PUBLISH_LOG_MS * 1000000ull;
+	uint64_t start = mono_ns(), next_log = start + FEE_PUBLISH_LOG_MS * 1000000ull;
 	uint64_t backoff = 20000, now;
 	uint32_t blocker = 0, spins = 0;
 	int s;
 
 	while ((s = find_free_slot(p, cur_slot, &blocker)) < 0) {
-		now = shm_now_ns();
+		now = mono_ns();
 		if (now - start >= timeout_ms * 1000000ull)
 			return -ETIMEDOUT;
 		if (now >= next_log) {
@@ -143,7 +144,7 @@ static int wait_free_slot(struct fee_publisher *p, uint32_t cur_slot, uint64_t t
 		sleep_ns(backoff);
 		backoff = backoff < 1000000 ? backoff * 2 : backoff;
 	}
-	p->last_wait_ns = shm_now_ns() - start;
+	p->last_wait_ns = mono_ns() - start;
 	return s;
 }
 

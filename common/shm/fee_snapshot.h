@@ -5,7 +5,7 @@
  * its index in fee ctl `current` = (generation << 8) | slot with release
  * semantics, and retires the previously current slot with a QSBR token.
  * A slot is reused only when every online QSBR reader has passed that token
- * (qsbr.h), so registered readers (workers, gateway) use the current slot IN
+ * (qsbr.h), so registered readers (the workers) use the current slot IN
  * PLACE with no copy and no retry:
  *
  *	struct fee_reader r;
@@ -68,7 +68,7 @@ int fee_publisher_init(struct fee_publisher *p, const struct shm_segment *seg);
 int fee_snapshot_publish(struct fee_publisher *p, const struct fee_snapshot *in,
 			 uint64_t timeout_ms, uint64_t *generation);
 
-/* ---- registered readers (workers, gateway) ---- */
+/* ---- registered readers (the workers) ---- */
 
 struct fee_reader {
 	struct qsbr q;

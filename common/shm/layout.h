@@ -27,6 +27,14 @@
  * 3 + i worker i (SHM_PROC_WORKER0). The process table, the stats blocks and
  * the QSBR reader counters are all indexed by this one number.
  *
+ * The gateway is a role this version does not build: the supervisor's role
+ * table forks none, so its slot stays FREE (outboxctl stats does not list
+ * it), no signal is ever sent to it, and its hint rings (SHM_PRODUCER_GATEWAY,
+ * NEW_OP hints) stay empty; workers already read them. Slot 2 and those
+ * rings stay in the layout because taking them out renumbers every worker's
+ * slot and every ring (a major version), and the gateway needs exactly them
+ * back.
+ *
  * Notes on synchronisation (who writes what)
  * ------------------------------------------
  * Atomics are C11 <stdatomic.h> throughout common/shm/ (liburcu's RCU flavours
@@ -40,13 +48,13 @@
  * | header                  | supervisor (create, heartbeat)  | all                  | state: release/acquire
  * | proc slot p             | supervisor (assign, exited);    | supervisor, outboxctl| single-word atomics
  * |                         | process p (RUNNING, heartbeat)  |                      |
- * | stats block p           | process p only                  | gateway, outboxctl   | relaxed single-word atomics
+ * | stats block p           | process p only                  | outboxctl            | relaxed single-word atomics
  * | qsbr token              | oracle                          | readers              | DPDK QSBR (qsbr.h)
  * | qsbr reader p           | process p; supervisor (OFFLINE) | oracle               | release/acquire
  * | fee ctl current         | oracle                          | readers, outboxctl   | release/acquire
  * | fee ctl retire_token    | oracle (private bookkeeping)    | oracle after respawn | -
  * | fee slot s (seq, body)  | oracle                          | QSBR readers in place| seqcount for copiers
- * | ring r head, drops      | producer of r (gateway/oracle)  | consumer worker      | SPSC release/acquire
+ * | ring r head, drops      | producer of r (oracle; gateway) | consumer worker      | SPSC release/acquire
  * | ring r tail             | consumer worker                 | producer             | SPSC release/acquire
  * | doorbell w (sleeping)   | worker w                        | producers            | seq_cst fence handshake
  * | in-flight w             | worker w; supervisor (reset)    | all workers          | seq_cst (inflight.h)
@@ -262,7 +270,7 @@ struct shm_fee_slot {
 /* ---- hint rings ------------------------------------------------------- */
 
 enum shm_producer {
-	SHM_PRODUCER_GATEWAY = 0, /* new op ids from LISTEN/NOTIFY */
+	SHM_PRODUCER_GATEWAY = 0, /* new op ids; no gateway is built yet (see the top) */
 	SHM_PRODUCER_ORACLE = 1,  /* landed tx hashes from the ledger follower */
 	SHM_N_PRODUCERS = 2,
 };

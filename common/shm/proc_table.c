@@ -11,6 +11,7 @@
 #include <errno.h>
 
 #include "common/shm/proc_table.h"
+#include "common/clock.h"
 #include "common/shm/segment.h"
 
 #define RLX memory_order_relaxed
@@ -36,8 +37,8 @@ struct shm_proc_slot *shm_proc_slot(const struct shm_segment *seg, uint32_t p)
 void proc_slot_assign(struct shm_proc_slot *slot, pid_t pid, int is_respawn)
 {
 	atomic_store_explicit(&slot->pid, pid, RLX);
-	atomic_store_explicit(&slot->started_at_ms, shm_realtime_ms(), RLX);
-	atomic_store_explicit(&slot->heartbeat_ns, shm_now_ns(), RLX);
+	atomic_store_explicit(&slot->started_at_ms, wall_ms(), RLX);
+	atomic_store_explicit(&slot->heartbeat_ns, mono_ns(), RLX);
 	if (is_respawn)
 		atomic_store_explicit(&slot->restarts,
 				      atomic_load_explicit(&slot->restarts, RLX) + 1, RLX);
@@ -60,7 +61,7 @@ void proc_slot_backoff(struct shm_proc_slot *slot)
 
 void proc_slot_heartbeat(struct shm_proc_slot *slot)
 {
-	atomic_store_explicit(&slot->heartbeat_ns, shm_now_ns(), RLX);
+	atomic_store_explicit(&slot->heartbeat_ns, mono_ns(), RLX);
 }
 
 void proc_slot_running(struct shm_proc_slot *slot)

@@ -10,7 +10,7 @@
  * The supervisor must decide from its private table, never from these rows.
  *
  * Heartbeats are CLOCK_MONOTONIC nanoseconds (system-wide, so any process,
- * outboxctl included, computes an age with its own shm_now_ns()).
+ * outboxctl included, computes an age with its own mono_ns()).
  */
 #ifndef OUTBOX_SHM_PROC_TABLE_H
 #define OUTBOX_SHM_PROC_TABLE_H

@@ -2,7 +2,8 @@
  * qsbr.h - quiescent-state-based reclamation across processes (DPDK
  * rte_rcu_qsbr style, counters in shm).
  *
- * One writer (the oracle) and registered readers (workers and the gateway),
+ * One writer (the oracle) and registered readers (the workers; the gateway's
+ * slot stays offline until a gateway is built),
  * each with a counter at its process index: 0 = offline, otherwise the last
  * token the reader saw. The writer retires an object (a fee slot) with
  * qsbr_start(), which returns a token T; the object may be reused once

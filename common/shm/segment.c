@@ -30,26 +30,10 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/shm/segment.h"
-
-uint64_t shm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t shm_realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+#include "common/clock.h"
 
 static int instance_valid(const char *s)
 {
@@ -386,7 +370,7 @@ static void build(struct shm_segment *seg, const char *instance, const struct sh
 	uint64_t id = 0;
 
 	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
-		id = shm_now_ns() ^ ((uint64_t)getpid() << 32);
+		id = mono_ns() ^ ((uint64_t)getpid() << 32);
 	h->magic = SHM_MAGIC;
 	h->major = SHM_LAYOUT_MAJOR;
 	h->minor = SHM_LAYOUT_MINOR;
@@ -399,8 +383,8 @@ static void build(struct shm_segment *seg, const char *instance, const struct sh
 	h->instance_id = id;
 	h->supervisor_pid = getpid();
 	atomic_store_explicit(&h->state, SHM_INIT, memory_order_relaxed);
-	atomic_store_explicit(&h->heartbeat_ns, shm_now_ns(), memory_order_relaxed);
-	h->created_at_ms = shm_realtime_ms();
+	atomic_store_explicit(&h->heartbeat_ns, mono_ns(), memory_order_relaxed);
+	h->created_at_ms = wall_ms();
 	h->n_workers = cfg->n_workers;
 	h->n_procs = SHM_PROC_WORKER0 + cfg->n_workers;
 	h->ring_capacity = cfg->ring_capacity;
@@ -497,7 +481,7 @@ void shm_segment_mark_dead(struct shm_segment *seg)
 
 void shm_segment_heartbeat(struct shm_segment *seg)
 {
-	uint64_t now = shm_now_ns();
+	uint64_t now = mono_ns();
 
 	atomic_store_explicit(&seg->hdr->heartbeat_ns, now, memory_order_relaxed);
 	atomic_store_explicit(&seg->procs[SHM_PROC_SUPERVISOR].heartbeat_ns, now,

@@ -159,8 +159,4 @@ int shm_instance_lock_pid(const char *instance, const char *dir);
  */
 const char *shm_lock_dir(void);
 
-/* CLOCK_MONOTONIC and CLOCK_REALTIME helpers used by all of common/shm. */
-uint64_t shm_now_ns(void);
-uint64_t shm_realtime_ms(void);
-
 #endif

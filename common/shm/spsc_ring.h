@@ -2,7 +2,8 @@
  * spsc_ring.h - single-producer single-consumer hint rings in shm.
  *
  * There is one ring per (producer role, worker) pair: the gateway and the
- * oracle each own n_workers rings, and worker w consumes its two. Records are
+ * oracle each own n_workers rings, and worker w consumes its two (the
+ * gateway's stay empty: no gateway is built yet, layout.h). Records are
  * fixed-size struct shm_hint (64 bytes); capacity is a power of two fixed at
  * segment creation.
  *

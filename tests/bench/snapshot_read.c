@@ -28,6 +28,7 @@
 #include <hiredis.h>
 #endif
 
+#include "common/clock.h"
 #include "common/shm/doorbell.h"
 #include "common/shm/fee_snapshot.h"
 
@@ -41,7 +42,7 @@ static struct fee_snapshot snap_make(uint64_t i)
 				     .aggressive_base_fee = 250 + i,
 				     .congestion = FEE_CONGESTION_ELEVATED,
 				     .capacity_ppm = 730000,
-				     .sampled_at_ms = shm_realtime_ms(),
+				     .sampled_at_ms = wall_ms(),
 				     .ttl_ms = 10000,
 				     .latest_ledger = 51234567,
 				     .latest_ledger_close_time = (uint64_t)time(NULL)};
@@ -61,7 +62,7 @@ static void bench_in_place(const char *path, uint64_t n)
 	uint64_t t0, acc = 0;
 
 	fee_reader_init(&r, &seg, SHM_PROC_WORKER0);
-	t0 = shm_now_ns();
+	t0 = mono_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		const struct fee_snapshot *s;
 
@@ -69,7 +70,7 @@ static void bench_in_place(const char *path, uint64_t n)
 		s = fee_snapshot_get(&r);
 		acc += s->recommended_base_fee + s->aggressive_base_fee + s->latest_ledger;
 	}
-	report(path, n, shm_now_ns() - t0);
+	report(path, n, mono_ns() - t0);
 	qsbr_offline(&r.q, r.me);
 	sink = acc;
 }
@@ -77,13 +78,13 @@ static void bench_in_place(const char *path, uint64_t n)
 static void bench_copy(const char *path, const struct shm_segment *s, uint64_t n)
 {
 	struct fee_snapshot out;
-	uint64_t t0 = shm_now_ns(), acc = 0, fails = 0;
+	uint64_t t0 = mono_ns(), acc = 0, fails = 0;
 
 	for (uint64_t i = 0; i < n; i++) {
 		fails += fee_snapshot_copy(s, &out, FEE_COPY_MAX_TRIES, NULL) != 0;
 		acc += out.recommended_base_fee;
 	}
-	report(path, n, shm_now_ns() - t0);
+	report(path, n, mono_ns() - t0);
 	if (fails)
 		printf("{\"bench\":\"snapshot_read\",\"path\":\"%s\",\"failed_copies\":%llu}\n",
 		       path, (unsigned long long)fails);
@@ -98,15 +99,15 @@ static void bench_doorbell(uint64_t n)
 
 	if (doorbell_fds_create(&fds, 1, NULL))
 		return;
-	t0 = shm_now_ns();
+	t0 = mono_ns();
 	for (uint64_t i = 0; i < n; i++)
 		doorbell_ring(db, fds.fd[0]);
-	report("doorbell_ring_idle", n, shm_now_ns() - t0);
+	report("doorbell_ring_idle", n, mono_ns() - t0);
 	doorbell_prepare(db);
-	t0 = shm_now_ns();
+	t0 = mono_ns();
 	for (uint64_t i = 0; i < n / 10; i++)
 		doorbell_ring(db, fds.fd[0]);
-	report("doorbell_ring_write", n / 10, shm_now_ns() - t0);
+	report("doorbell_ring_write", n / 10, mono_ns() - t0);
 	doorbell_done(db, fds.fd[0]);
 	doorbell_fds_close(&fds);
 }
@@ -143,7 +144,7 @@ static void bench_redis(uint64_t n)
 		goto out;
 	}
 	freeReplyObject(rep);
-	t0 = shm_now_ns();
+	t0 = mono_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		rep = redisCommand(c, "GET %s", key);
 		if (!rep || rep->type != REDIS_REPLY_STRING || rep->len != sizeof(out)) {
@@ -155,7 +156,7 @@ static void bench_redis(uint64_t n)
 		if (rep)
 			freeReplyObject(rep);
 	}
-	report("redis_get", n, shm_now_ns() - t0);
+	report("redis_get", n, mono_ns() - t0);
 	if (bad)
 		printf("{\"bench\":\"snapshot_read\",\"path\":\"redis_get\",\"bad_replies\":%llu}"
 		       "\n",

@@ -1,21 +1,112 @@
 #!/usr/bin/env bash
-# layering.sh SRC - the dependency arrows of the layout (README.md): common/
-# includes no role header, and no role includes another role's header (roles
-# talk only through shared memory, PostgreSQL and Kafka).
+# layering.sh [--expect-violation SYMBOL] SRC [GROUP=FILE[,FILE...] ...]
+#
+# The dependency arrows of the layout (README.md): common/ knows no role, and
+# no role knows another (roles talk only through shared memory, PostgreSQL
+# and Kafka). The supervisor is where the roles meet: its role table
+# (supervisor/roles.c) may include each role's entry header
+# <role>/<role>_main.h and call <role>_main, and nothing else of a role.
+#
+# Checked twice:
+#  - in the sources: the #include "..." lines of common/ supervisor/ oracle/
+#    worker/ ops/;
+#  - in the objects, when GROUP=FILES arguments name the built libraries and
+#    objects of each group (common, oracle, worker, supervisor, ops): with
+#    nm, every symbol an object of a group leaves undefined, and which group
+#    defines it. A common object referencing a symbol a role defines, or a
+#    role referencing another role's symbol, fails.
+#
+# --expect-violation SYMBOL turns the run into a test of the check itself:
+# it must fail, and name SYMBOL (tests/docs/layering_violation.c is such a
+# fixture).
 set -uo pipefail
-cd "$1"
+expect=
+if [[ ${1-} == --expect-violation ]]; then
+	expect=$2
+	shift 2
+fi
+cd "$1" || exit 1
+shift
+roles=(oracle worker supervisor ops)
 fail=0
-for dir in common supervisor oracle worker ops; do
-	for f in $(git ls-files "$dir" | grep -E '\.[ch]$'); do
-		while read -r inc; do
-			top=${inc%%/*}
-			case $top in
-			common) ;;
-			"$dir") [[ $dir != common ]] || { echo "$f: includes $inc"; fail=1; } ;;
-			supervisor | oracle | worker | ops) echo "$f: includes $inc (another role)"; fail=1 ;;
-			esac
-		done < <(sed -nE 's/^#include "([^"]+)".*/\1/p' "$f")
+out=()
+
+violation() {
+	out+=("$1")
+	fail=1
+}
+
+check_includes() {
+	local dir f inc top
+	for dir in common "${roles[@]}"; do
+		while IFS= read -r f; do
+			while read -r inc; do
+				top=${inc%%/*}
+				case $top in
+				common) ;;
+				"$dir") [[ $dir != common ]] || violation "$f: includes $inc" ;;
+				oracle | worker | supervisor | ops)
+					[[ $dir == supervisor && $inc == "$top/${top}_main.h" ]] ||
+						violation "$f: includes $inc (another role)"
+					;;
+				esac
+			done < <(sed -nE 's/^#include "([^"]+)".*/\1/p' "$f")
+		done < <(find "$dir" -name '*.[ch]' | sort)
+	done
+}
+
+declare -A files defined_by
+
+# The external symbols the files of group $1 define (with -u: leave undefined,
+# as "file symbol").
+symbols() {
+	local list
+	IFS=, read -ra list <<<"${files[$1]}"
+	if [[ ${2-} == -u ]]; then
+		nm -A -g -P --undefined-only "${list[@]}" 2>/dev/null | awk 'NF >= 3 {print $1, $2}'
+	else
+		nm -g -P --defined-only "${list[@]}" 2>/dev/null | awk 'NF >= 2 && $2 ~ /^[A-Za-z]$/ {print $1}'
+	fi
+}
+
+check_symbols() {
+	local g sym where def
+	for g in "${!files[@]}"; do
+		while read -r sym; do defined_by[$sym]+=" $g"; done < <(symbols "$g")
+	done
+	for g in "${!files[@]}"; do
+		while read -r where sym; do
+			for def in ${defined_by[$sym]-}; do
+				[[ $def == common ]] && continue
+				[[ " ${defined_by[$sym]} " == *" $g "* ]] && continue # its own
+				[[ $g == supervisor && $sym == "${def}_main" ]] && continue
+				violation "$g: ${where%:} references $sym, defined by $def"
+			done
+		done < <(symbols "$g" -u)
+	done
+}
+
+for arg in "$@"; do
+	g=${arg%%=*}
+	files[$g]=${arg#*=}
+	IFS=, read -ra list <<<"${files[$g]}"
+	for f in "${list[@]}"; do
+		[[ -f $f ]] || violation "$g: $f does not exist (build first): nothing to check"
 	done
 done
-[[ $fail == 0 ]] && echo "layering ok: common/ includes no role, no role includes another"
+check_includes
+((${#files[@]})) && check_symbols
+((${#out[@]})) && printf '%s\n' "${out[@]}"
+if [[ -n $expect ]]; then
+	if [[ $fail == 1 ]] && printf '%s\n' "${out[@]}" | grep -q "references $expect,"; then
+		echo "layering: the fixture's reference to $expect is caught, as it must be"
+		exit 0
+	fi
+	echo "layering: the check let the fixture's reference to $expect through"
+	exit 1
+fi
+if [[ $fail == 0 ]]; then
+	echo "layering ok: common/ knows no role, no role knows another" \
+		"(#include lines${files[*]:+ and the symbols of ${!files[*]}})"
+fi
 exit $fail

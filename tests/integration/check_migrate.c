@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/migrate.h"
+#include "common/vshard.h"
 #include "tests/support/pgtest.h"
 
 static struct pgtest_db db;

@@ -8,14 +8,29 @@
  *
  * The sim: 250 ms ledgers, 10 transactions per ledger, a Soroban fee window
  * of 4 ledgers; the oracle is told FEE_ORACLE_LEDGER_MAX_TX=10.
+ *
+ * And a database server that accepts connections and never answers, with a
+ * heartbeat timeout (2 s) below the follower's connect deadline
+ * (PGQ_CONNECT_TIMEOUT_MS, 3 s): transactions land, the ledger follower
+ * wants their lookup and connects, and while its connects time out the
+ * oracle keeps its heartbeat and its fee snapshots (same pid, no restart,
+ * the generation advancing).
  */
 #include "tests/support/proc_harness.h"
 #include "tests/support/check_main.h"
 
+#include "common/pgq.h"
+#include "common/stellar/sign.h"
+#include "common/stellar/strkey.h"
+#include "common/stellar/txbuild.h"
+
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,16 +261,186 @@ START_TEST(test_oracle_snapshot_goes_stale_and_recovers)
 }
 END_TEST
 
+/* ---------- a database server that never answers ---------- */
+
+#define SILENT_HEARTBEAT_MS 2000 /* below PGQ_CONNECT_TIMEOUT_MS */
+#define SILENT_MAX_CONNS    256
+
+static int silent_ls = -1;
+static int silent_conns[SILENT_MAX_CONNS], n_silent_conns;
+
+/* Accept every pending connection and keep it open, unanswered. */
+static void silent_accept(void)
+{
+	int fd;
+
+	while (n_silent_conns < SILENT_MAX_CONNS &&
+	       (fd = accept4(silent_ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+		silent_conns[n_silent_conns++] = fd;
+}
+
+static void setup_silent(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	static char url[128], hb[64];
+	const char *env_silent[] = {"OUTBOX_WORKERS=1", url, hb, NULL};
+
+	_Static_assert(SILENT_HEARTBEAT_MS < PGQ_CONNECT_TIMEOUT_MS,
+		       "heartbeat below the deadline");
+	silent_ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(silent_ls, 0);
+	ck_assert_int_eq(bind(silent_ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(silent_ls, 128), 0);
+	ck_assert_int_eq(getsockname(silent_ls, (struct sockaddr *)&a, &len), 0);
+	snprintf(hb, sizeof(hb), "OUTBOX_HEARTBEAT_TIMEOUT_MS=%d", SILENT_HEARTBEAT_MS);
+	snprintf(url, sizeof(url),
+		 "OUTBOX_DATABASE_URL=host=127.0.0.1 port=%d dbname=outbox user=outbox",
+		 ntohs(a.sin_port));
+	n_silent_conns = 0;
+	ph_setup(&h, "sdb");
+	ph_start_sim(&h, "--ledger-ms 250");
+	ph_start_outboxd(&h, env_silent);
+	json_decref(ph_wait_all_running(&h, 2, 5000));
+}
+
+static void teardown_silent(void)
+{
+	ph_teardown(&h);
+	for (int i = 0; i < n_silent_conns; i++)
+		close(silent_conns[i]);
+	close(silent_ls);
+}
+
+/* Land n self-payments of the test signer (PH_SEED) in the sim's ledgers. */
+static void land_payments(int n)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct stellar_keypair kp;
+	uint8_t net[32];
+	char g[STRKEY_BUF], body[4096];
+	const int64_t seq = 4294967296LL * 5;
+
+	ck_assert_int_eq(stellar_keypair_from_secret(&kp, PH_SEED, "seed", &err), 0);
+	stellar_keypair_address(&kp, g);
+	stellar_network_id(PH_PASSPHRASE, net);
+	snprintf(body, sizeof(body),
+		 "{\"accounts\":[{\"id\":\"%s\",\"seq\":\"%lld\",\"balance\":\"1000000000\"}]}", g,
+		 (long long)seq);
+	ph_sim_post(&h, "/debug/accounts", body);
+	for (int i = 1; i <= n; i++) {
+		struct txbuild_source src = {
+			.account = g, .seq_num = seq + i, .fee = 100, .max_time = time(NULL) + 300};
+		struct txbuild b;
+		char *b64;
+
+		txbuild_init(&b);
+		ck_assert_msg(txbuild_payment(&b, &src, g, 1, NULL, &err) == 0, "%s", err.msg);
+		ck_assert_int_eq(txbuild_sign(&b, &kp, net, &err), 0);
+		ck_assert_int_eq(txbuild_to_b64(&b, &b64), 0);
+		snprintf(body, sizeof(body),
+			 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"sendTransaction\","
+			 "\"params\":{\"transaction\":\"%s\"}}",
+			 i, b64);
+		ph_sim_post(&h, "/", body);
+		free(b64);
+		txbuild_release(&b);
+	}
+	stellar_keypair_release(&kp);
+}
+
+/* Log lines of the oracle (role=oracle) that contain needle. */
+static int oracle_lines(const char *needle)
+{
+	const char *p = ph_log_text(&h);
+	int n = 0;
+
+	while (*p) {
+		const char *end = strchr(p, '\n');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char line[2048];
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, p);
+		n += strstr(line, "role=oracle") && strstr(line, needle);
+		p += len + (end != NULL);
+	}
+	return n;
+}
+
+/*
+ * One look at the oracle while its database is silent: it runs as the same
+ * process, was never restarted, its heartbeat is within the supervisor's
+ * limit and its snapshot is fresh. Returns the snapshot's generation.
+ */
+static long long oracle_fine(long long pid)
+{
+	json_t *s = ph_ctl(&h, "stats", NULL), *f, *o;
+	long long gen;
+	int rc;
+
+	ck_assert_ptr_nonnull(s);
+	o = ph_proc(s, "oracle", 0);
+	ck_assert(ph_is_running(o));
+	ck_assert_int_eq(ph_int(o, "pid"), pid);
+	ck_assert_int_eq(ph_int(o, "restarts"), 0);
+	ck_assert_int_lt(ph_int(o, "heartbeat_age_ms"), SILENT_HEARTBEAT_MS);
+	json_decref(s);
+	f = ph_ctl(&h, "fee", &rc);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(rc, 0);
+	ck_assert(!json_is_true(json_object_get(f, "stale")));
+	gen = ph_int(f, "generation");
+	json_decref(f);
+	return gen;
+}
+
+START_TEST(test_oracle_publishes_while_database_is_silent)
+{
+	const char *timeout = "no answer within the connect timeout";
+	json_t *s = ph_ctl(&h, "stats", NULL);
+	long long pid = ph_int(ph_proc(s, "oracle", 0), "pid"), gen0, gen = 0;
+	uint64_t end;
+
+	json_decref(s);
+	json_decref(fresh_fee());
+	gen0 = oracle_fine(pid);
+	land_payments(3);
+	/*
+	 * The follower reads the landed page and connects for its lookup; the
+	 * connect times out twice (a reconnect after backoff), each attempt
+	 * longer than the heartbeat timeout. Meanwhile the oracle must stay
+	 * the same healthy process, publishing.
+	 */
+	end = ph_now_ms() + 60000;
+	while (oracle_lines(timeout) < 2) {
+		ck_assert_msg(ph_now_ms() < end, "the follower never timed out twice connecting");
+		silent_accept();
+		gen = oracle_fine(pid);
+		ph_sleep_ms(250);
+	}
+	silent_accept();
+	ck_assert_int_gt(n_silent_conns, 0);
+	ck_assert_int_gt(oracle_fine(pid), gen0);
+	ck_assert_int_ge(oracle_fine(pid), gen);
+	ph_stop_clean(&h);
+}
+END_TEST
+
 static Suite *oracle_suite(void)
 {
 	Suite *s = suite_create("oracle");
 	TCase *tc = tcase_create("stellar-sim");
+	TCase *silent = tcase_create("silent database");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_oracle_follows_fee_load);
 	tcase_add_test(tc, test_oracle_snapshot_goes_stale_and_recovers);
 	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(silent, setup_silent, teardown_silent);
+	tcase_set_timeout(silent, 120);
+	tcase_add_test(silent, test_oracle_publishes_while_database_is_silent);
+	suite_add_tcase(s, silent);
 	return s;
 }
 

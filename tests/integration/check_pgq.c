@@ -1,5 +1,5 @@
 /*
- * check_pgq.c - the worker's non-blocking libpq queue (worker/pgq.h)
+ * check_pgq.c - the non-blocking libpq queue (common/pgq.h)
  * against a real PostgreSQL: group commit of queued batchable commands
  * (one transaction, one result per callback, parameters that need quoting
  * arrive intact, NULL stays NULL), a failing statement inside a batch (the
@@ -21,7 +21,8 @@
 
 #include "tests/support/check_main.h"
 #include "tests/support/pgtest.h"
-#include "worker/pgq.h"
+#include "common/pgq.h"
+#include "common/clock.h"
 
 static struct pgtest_db db;
 static PGconn *c;
@@ -65,13 +66,13 @@ static void on_result(PGresult *res, void *arg)
 
 static void run(int timeout_ms)
 {
-	int64_t end = pgq_now_ms() + timeout_ms;
+	int64_t end = mono_ms() + timeout_ms;
 
-	while (pending > 0 && pgq_now_ms() < end) {
+	while (pending > 0 && mono_ms() < end) {
 		struct epoll_event evs[4];
 		int n;
 
-		pgq_tick(&q, pgq_now_ms());
+		pgq_tick(&q, mono_ms());
 		n = epoll_wait(ep, evs, 4, 20);
 		for (int i = 0; i < n; i++)
 			pgq_on_ready(&q, evs[i].events);
@@ -93,16 +94,16 @@ static void on_connect(bool up, void *arg)
 /* Drive a non-blocking connect through epoll; returns the longest pgq_tick in ms. */
 static int64_t pump_until_connected(struct pgq *x, int timeout_ms)
 {
-	int64_t end = pgq_now_ms() + timeout_ms, longest = 0;
+	int64_t end = mono_ms() + timeout_ms, longest = 0;
 
-	while (!pgq_connected(x) && pgq_now_ms() < end) {
+	while (!pgq_connected(x) && mono_ms() < end) {
 		struct epoll_event evs[4];
-		int64_t t0 = pgq_now_ms();
+		int64_t t0 = mono_ms();
 		int n;
 
 		pgq_tick(x, t0);
-		if (pgq_now_ms() - t0 > longest)
-			longest = pgq_now_ms() - t0;
+		if (mono_ms() - t0 > longest)
+			longest = mono_ms() - t0;
 		n = epoll_wait(ep, evs, 4, 20);
 		for (int i = 0; i < n; i++)
 			pgq_on_ready(x, evs[i].events);
@@ -117,7 +118,7 @@ static void setup(void)
 	pgtest_exec(c, "CREATE TABLE t (k int PRIMARY KEY, v text)");
 	ep = epoll_create1(0);
 	ck_assert_int_ge(ep, 0);
-	ck_assert_int_eq(pgq_init(&q, db.conninfo, ep, 7, NULL, on_connect, NULL), 0);
+	ck_assert_int_eq(pgq_init(&q, db.conninfo, "check_pgq", ep, 7, NULL, on_connect, NULL), 0);
 	ups = downs = 0;
 	pump_until_connected(&q, 5000);
 	ck_assert(pgq_connected(&q));
@@ -276,9 +277,9 @@ START_TEST(test_connect_never_blocks_the_loop)
 	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
 	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d dbname=x user=x",
 		 ntohs(a.sin_port));
-	ck_assert_int_eq(pgq_init(&mute, conninfo, ep, 9, NULL, on_connect, NULL), 0);
+	ck_assert_int_eq(pgq_init(&mute, conninfo, "check_pgq", ep, 9, NULL, on_connect, NULL), 0);
 	downs = 0;
-	t0 = pgq_now_ms();
+	t0 = mono_ms();
 	longest = pump_until_connected(&mute, PGQ_CONNECT_TIMEOUT_MS - 500);
 	ck_assert(!pgq_connected(&mute));
 	ck_assert_int_lt(longest, 100); /* no call waited on the server */
@@ -286,7 +287,7 @@ START_TEST(test_connect_never_blocks_the_loop)
 	ck_assert_int_eq(downs, 0); /* still trying */
 	pump_until_connected(&mute, 2000);
 	ck_assert_int_eq(downs, 1); /* gave up at the deadline */
-	ck_assert_int_ge(pgq_now_ms() - t0, PGQ_CONNECT_TIMEOUT_MS);
+	ck_assert_int_ge(mono_ms() - t0, PGQ_CONNECT_TIMEOUT_MS);
 	pgq_release(&mute);
 	close(ls);
 }

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/shm/fee_snapshot.h"
 #include "tests/unit/shm_test.h"
 
@@ -83,7 +84,7 @@ static void note_max(_Atomic uint64_t *max, uint64_t v)
 
 static void sleep_until(uint64_t t_ns)
 {
-	uint64_t now = shm_now_ns();
+	uint64_t now = mono_ns();
 
 	if (t_ns > now) {
 		struct timespec ts = {(time_t)((t_ns - now) / 1000000000u),
@@ -95,15 +96,15 @@ static void sleep_until(uint64_t t_ns)
 static void writer_main(void)
 {
 	struct fee_publisher p;
-	uint64_t t0 = shm_now_ns(), mine = 0, i = atomic_load(&sh->publishes);
+	uint64_t t0 = mono_ns(), mine = 0, i = atomic_load(&sh->publishes);
 
 	fee_publisher_init(&p, &seg); /* repairs what a killed predecessor left */
 	while (!atomic_load(&sh->writer_stop)) {
 		struct fee_snapshot in = snap_make(i);
-		uint64_t a = shm_now_ns();
+		uint64_t a = mono_ns();
 		int rc = fee_snapshot_publish(&p, &in, STRESS_MAX_PUBLISH_MS, NULL);
 
-		note_max(&sh->publish_max_ns, shm_now_ns() - a);
+		note_max(&sh->publish_max_ns, mono_ns() - a);
 		if (rc) {
 			atomic_fetch_add(&sh->publish_timeouts, 1);
 			continue;
@@ -218,9 +219,9 @@ START_TEST(test_stress_no_torn_no_stall)
 	writer = spawn(-1);
 	for (int k = 0; k <= N_READERS; k++)
 		readers[k] = spawn(k);
-	t_end = shm_now_ns() + secs * 1000000000ull;
+	t_end = mono_ns() + secs * 1000000000ull;
 	srand((unsigned)getpid());
-	for (uint64_t round = 0; shm_now_ns() < t_end; round++) {
+	for (uint64_t round = 0; mono_ns() < t_end; round++) {
 		int k = rand() % (N_READERS + 1);
 
 		usleep(50000 + (useconds_t)(rand() % 100000));

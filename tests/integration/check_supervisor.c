@@ -163,7 +163,7 @@ START_TEST(test_supervisor_watchdog_kills_silent_child)
 	ck_assert_int_eq(ph_int(row, "restarts"), 1);
 	ck_assert_int_eq(ph_int(row, "last_exit_signal"), SIGKILL);
 	json_decref(s);
-	ck_assert(ph_log_contains(&h, "worker 2 pid="));
+	ck_assert(ph_log_contains(&h, "started worker 2\" child_pid="));
 	ck_assert(ph_log_contains(&h, "(limit 500 ms): killing it"));
 	ph_stop_clean(&h);
 }
@@ -321,7 +321,8 @@ START_TEST(test_supervisor_child_exit_2_stops_group)
 	ck_assert(ph_wait_exit(h.sup_pid, 15000, &status));
 	ck_assert(WIFEXITED(status));
 	ck_assert_int_eq(WEXITSTATUS(status), 2);
-	ck_assert(ph_log_contains(&h, "worker 3 pid="));
+	ck_assert(ph_log_contains(
+		&h, "worker 3 exited with code 2 (configuration): not restarting it\" child_pid="));
 	ck_assert(ph_log_contains(&h, "exited with code 2 (configuration): not restarting it"));
 	ck_assert(ph_log_contains(&h, "has mode 0644"));
 	for (int i = 0; i < 100 && ph_group_alive(h.sup_pid); i++)

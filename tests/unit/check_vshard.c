@@ -60,6 +60,25 @@ START_TEST(test_uses_len_bytes)
 }
 END_TEST
 
+/* Worker i of N owns the vshards v with v mod N == i; bad arguments are refused. */
+START_TEST(test_owner)
+{
+	int owned[4] = {0};
+
+	for (int v = 0; v < 64; v++) {
+		int w = outbox_vshard_owner(v, 4);
+
+		ck_assert_int_eq(w, v % 4);
+		owned[w]++;
+	}
+	for (int w = 0; w < 4; w++)
+		ck_assert_int_eq(owned[w], 16);
+	ck_assert_int_eq(outbox_vshard_owner(4095, 1), 0);
+	ck_assert_int_eq(outbox_vshard_owner(-1, 4), -EINVAL);
+	ck_assert_int_eq(outbox_vshard_owner(3, 0), -EINVAL);
+}
+END_TEST
+
 /* 6400 distinct signers over 64 shards: every shard gets a fair share. */
 START_TEST(test_spreads_evenly)
 {
@@ -90,6 +109,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_known_values, 0, (int)(sizeof(known) / sizeof(known[0])));
 	tcase_add_test(tc, test_rejects_bad_arguments);
 	tcase_add_test(tc, test_uses_len_bytes);
+	tcase_add_test(tc, test_owner);
 	tcase_add_test(tc, test_spreads_evenly);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -1,5 +1,6 @@
 /*
- * pgq.h - a non-blocking libpq command queue for the worker's epoll loop.
+ * pgq.h - a non-blocking libpq command queue for a role's epoll loop (the
+ * worker's connections, the oracle's ledger follower).
  *
  * One PostgreSQL connection, one command on the wire at a time, a FIFO of
  * the rest. Each command is one parameterised statement (text parameters,
@@ -10,12 +11,13 @@
  *	and cleared after the callback returns; or
  *	with NULL when the connection was lost: the command MAY have committed.
  *	Callers treat NULL as "outcome unknown" (the worker drops its claims and
- *	re-reconciles from PostgreSQL, which is the truth).
+ *	re-reconciles from PostgreSQL, which is the truth; the follower asks
+ *	again).
  *
  * The connection is made without blocking (PQconnectStartParams and
  * PQconnectPoll driven by the owner's epoll; PGQ_CONNECT_TIMEOUT_MS bounds
- * it, checked by pgq_tick), so an unreachable server never stalls the event
- * loop or its heartbeat; after a failure or a loss pgq reconnects with
+ * it, checked by pgq_tick), so an unreachable or silent server never stalls
+ * the event loop or its heartbeat; after a failure or a loss pgq reconnects with
  * full-jitter backoff and calls on_connect so the owner can LISTEN again and
  * rebuild its state. Notifications (LISTEN) go to on_notify as they are read.
  *
@@ -36,8 +38,8 @@
  * owner chooses; pgq_events() says which events to wait for (EPOLLOUT only
  * while output is unflushed) and pgq_on_ready() handles them.
  */
-#ifndef OUTBOX_WORKER_PGQ_H
-#define OUTBOX_WORKER_PGQ_H
+#ifndef OUTBOX_COMMON_PGQ_H
+#define OUTBOX_COMMON_PGQ_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>
@@ -56,6 +58,7 @@ struct pgq_cmd;
 
 struct pgq {
 	char *conninfo;
+	char *app_name; /* application_name, as pg_stat_activity shows it */
 	PGconn *conn;
 	int ep;       /* owner's epoll fd */
 	uint64_t tag; /* epoll data for our socket */
@@ -76,9 +79,12 @@ struct pgq {
 	void *arg;
 };
 
-/* Set up (not connected yet: pgq_tick connects). 0 or -ENOMEM. */
-int pgq_init(struct pgq *q, const char *conninfo, int ep, uint64_t tag, pgq_notify_fn on_notify,
-	     pgq_connect_fn on_connect, void *arg);
+/*
+ * Set up (not connected yet: pgq_tick connects) to conninfo (a conninfo
+ * string or URL) as application_name app_name. 0 or -ENOMEM.
+ */
+int pgq_init(struct pgq *q, const char *conninfo, const char *app_name, int ep, uint64_t tag,
+	     pgq_notify_fn on_notify, pgq_connect_fn on_connect, void *arg);
 void pgq_release(struct pgq *q);
 
 bool pgq_connected(const struct pgq *q);
@@ -109,7 +115,5 @@ const char *pgq_sqlstate(const PGresult *res);
 
 /* True when res is a successful result. */
 bool pgq_ok(const PGresult *res);
-
-int64_t pgq_now_ms(void);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * pgq.c - see pgq.h.
  */
-#include "worker/pgq.h"
+#include "common/pgq.h"
 
 #include "common/backoff.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -11,7 +12,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sodium.h>
-#include <time.h>
 
 #define PGQ_BACKOFF_BASE_MS 100
 #define PGQ_BACKOFF_MAX_MS  5000
@@ -26,21 +26,18 @@ struct pgq_cmd {
 	char sql[]; /* followed by the parameter strings */
 };
 
-int64_t pgq_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int pgq_init(struct pgq *q, const char *conninfo, int ep, uint64_t tag, pgq_notify_fn on_notify,
-	     pgq_connect_fn on_connect, void *arg)
+int pgq_init(struct pgq *q, const char *conninfo, const char *app_name, int ep, uint64_t tag,
+	     pgq_notify_fn on_notify, pgq_connect_fn on_connect, void *arg)
 {
 	memset(q, 0, sizeof(*q));
 	q->conninfo = strdup(conninfo);
-	if (!q->conninfo)
+	q->app_name = strdup(app_name);
+	if (!q->conninfo || !q->app_name) {
+		free(q->conninfo);
+		free(q->app_name);
+		q->conninfo = q->app_name = NULL;
 		return -ENOMEM;
+	}
 	q->ep = ep;
 	q->tag = tag;
 	q->fd = -1;
@@ -119,7 +116,7 @@ static void drop_connection(struct pgq *q, const char *why)
 	clear_results(q);
 	q->n_sent = 0;
 	q->failures++;
-	q->retry_at_ms = pgq_now_ms() +
+	q->retry_at_ms = mono_ms() +
 			 (int64_t)backoff_full_jitter_ms(
 				 q->failures, PGQ_BACKOFF_BASE_MS, PGQ_BACKOFF_MAX_MS,
 				 ((uint64_t)randombytes_random() << 32) | randombytes_random()) +
@@ -408,7 +405,7 @@ static int watch_socket(struct pgq *q, uint32_t want)
 /*
  * Advance a non-blocking connect (PQconnectPoll). The event loop never
  * waits on a server that does not answer: pgq_tick gives up at the
- * deadline, and the worker keeps its heartbeat meanwhile.
+ * deadline, and the owner keeps its heartbeat meanwhile.
  */
 static void connect_step(struct pgq *q)
 {
@@ -442,7 +439,7 @@ static void connect_step(struct pgq *q)
 void pgq_tick(struct pgq *q, int64_t now_ms)
 {
 	const char *keys[] = {"dbname", "application_name", NULL};
-	const char *vals[] = {q->conninfo, "outboxd-worker", NULL};
+	const char *vals[] = {q->conninfo, q->app_name, NULL};
 
 	if (q->connecting && now_ms >= q->connect_deadline_ms) {
 		drop_connection(q, "no answer within the connect timeout");
@@ -475,5 +472,6 @@ void pgq_release(struct pgq *q)
 	}
 	clear_results(q);
 	free(q->conninfo);
-	q->conninfo = NULL;
+	free(q->app_name);
+	q->conninfo = q->app_name = NULL;
 }
