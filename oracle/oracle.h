@@ -7,6 +7,11 @@
  *	publish.c      round -> FeeSnapshot (clamps, capacity, congestion) -> shm
  *	congestion.c   the pure rules (congestion.h)
  *
+ * With OUTBOX_KAFKA_BROKERS set, a published snapshot whose fees or
+ * congestion level differ from the last one reported becomes an event of
+ * the oracle's own chain (outbox.fee_event), relayed like the op events
+ * (common/relay.h): the oracle is that chain's one writer.
+ *
  * A round starts on every FEE_ORACLE_POLL_MS tick unless the previous one
  * is still in flight (then the tick is skipped, never queued). A round that
  * fails (either call) publishes nothing: the snapshot ages, and readers fall
@@ -17,6 +22,7 @@
 
 #include "common/child.h"
 #include "common/loop.h"
+#include "common/relay.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/stellar/rpc.h"
 #include "oracle/congestion.h"
@@ -43,6 +49,12 @@ struct oracle {
 	uint64_t round_started_ns;
 	uint64_t failures_in_row;
 	uint64_t published_waits; /* pub.waits already counted */
+
+	/* fee snapshot changes as events (FEE_SNAPSHOT, chain oracle:<instance>) */
+	struct relay *relay; /* NULL when OUTBOX_KAFKA_BROKERS is unset */
+	bool reported;       /* last_* hold what the last event said */
+	uint64_t last_recommended, last_aggressive;
+	uint32_t last_congestion;
 };
 
 /* poll.c: start a round now (no-op while one is in flight). */

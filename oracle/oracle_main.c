@@ -15,6 +15,7 @@
 #include "oracle/follower.h"
 #include "oracle/oracle.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/proc_table.h"
 #include "common/shm/stats.h"
@@ -25,7 +26,7 @@
 
 #define ORACLE_TICK_MS 100
 
-enum { EV_RPC = LOOP_TAG_ROLE, EV_FOLLOWER };
+enum { EV_RPC = LOOP_TAG_ROLE, EV_FOLLOWER, EV_RELAY_PG, EV_RELAY_KAFKA };
 
 static int arm_poll_timer(struct oracle *o)
 {
@@ -69,6 +70,32 @@ static struct rpc_client *rpc_open(const struct outbox_config *c)
 	return rpc;
 }
 
+/* The relay of the oracle's FEE_SNAPSHOT events, when brokers are configured. */
+static int relay_open(struct oracle *o)
+{
+	const struct outbox_config *c = o->ctx->cfg;
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	char chain[64];
+	struct relay_config rc = {.brokers = c->kafka_brokers,
+				  .topic = c->kafka_topic,
+				  .database = c->database_url,
+				  .client = "oracle",
+				  .ep = o->loop.ep,
+				  .tag_pg = EV_RELAY_PG,
+				  .tag_kafka = EV_RELAY_KAFKA,
+				  .stats = o->stats};
+
+	if (!c->kafka_brokers[0])
+		return 0;
+	if (!(o->relay = relay_new(&rc, &err))) {
+		log_err("event relay: %s", err.msg);
+		return -EINVAL;
+	}
+	snprintf(chain, sizeof(chain), "oracle:%s", c->instance);
+	relay_set_chain(o->relay, chain);
+	return 0;
+}
+
 static int setup(struct oracle *o)
 {
 	struct child_ctx *ctx = o->ctx;
@@ -88,7 +115,7 @@ static int setup(struct oracle *o)
 	o->rpc = rpc_open(ctx->cfg);
 	if (!o->rpc)
 		return -EINVAL;
-	if ((rc = loop_add(&o->loop, rpc_client_fd(o->rpc), EV_RPC)))
+	if ((rc = loop_add(&o->loop, rpc_client_fd(o->rpc), EV_RPC)) || (rc = relay_open(o)))
 		return rc;
 	return arm_poll_timer(o);
 }
@@ -105,6 +132,9 @@ static void handle(struct oracle *o, struct follower *fol, const struct epoll_ev
 	case LOOP_ROLE:
 		if (fol && ev->data.u64 == EV_FOLLOWER)
 			follower_on_ready(fol, ev->events);
+		else if (o->relay &&
+			 (ev->data.u64 == EV_RELAY_PG || ev->data.u64 == EV_RELAY_KAFKA))
+			relay_on_ready(o->relay, ev->data.u64, ev->events);
 		break; /* EV_RPC: performed below on every turn */
 	default:
 		break;
@@ -141,6 +171,8 @@ int oracle_main(struct child_ctx *ctx)
 			timeout = ORACLE_TICK_MS;
 		if (fol && follower_timeout_ms(fol) < timeout)
 			timeout = follower_timeout_ms(fol);
+		if (o.relay && relay_timeout_ms(o.relay, mono_ms()) < timeout)
+			timeout = relay_timeout_ms(o.relay, mono_ms());
 		proc_slot_heartbeat(o.slot);
 		stats_counter_add(o.stats, MET_HEARTBEATS, 1);
 		stats_counter_add(o.stats, MET_LOOP_ITERATIONS, 1);
@@ -150,12 +182,15 @@ int oracle_main(struct child_ctx *ctx)
 		rpc_client_perform(o.rpc);
 		if (fol)
 			follower_tick(fol);
+		if (o.relay)
+			relay_tick(o.relay, mono_ms());
 		loop_check_supervisor(&o.loop);
 	}
 
 	proc_slot_stopping(o.slot);
 	rpc_client_free(o.rpc); /* cancels a round in flight; nothing is published after this */
 	follower_free(fol);
+	relay_free(o.relay, 2000);
 	loop_close(&o.loop);
 	log_info("stopped");
 	return 0;

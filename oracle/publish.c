@@ -16,6 +16,7 @@
 #include "common/shm/stats.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static uint64_t clamp_counted(struct oracle *o, uint64_t fee)
@@ -31,6 +32,34 @@ static uint64_t clamp_counted(struct oracle *o, uint64_t fee)
 	else if (which == FEE_CLAMP_FLOOR)
 		stats_counter_add(o->stats, MET_FEE_CLAMP_FLOOR, 1);
 	return fee;
+}
+
+/*
+ * A snapshot that changed what readers act on (fees, congestion) becomes a
+ * FEE_SNAPSHOT event; a change whose write cannot be queued is reported
+ * with the next publish.
+ */
+static void report(struct oracle *o, const struct fee_snapshot *s)
+{
+	char body[256];
+	const char *p[2] = {o->ctx->cfg->instance, body};
+
+	if (!o->relay ||
+	    (o->reported && s->recommended_base_fee == o->last_recommended &&
+	     s->aggressive_base_fee == o->last_aggressive && s->congestion == o->last_congestion))
+		return;
+	snprintf(body, sizeof(body),
+		 "{\"recommended\": %llu, \"aggressive\": %llu, \"congestion\": \"%s\", "
+		 "\"capacity_usage\": %.6f, \"latest_ledger\": %u, \"stale\": false}",
+		 (unsigned long long)s->recommended_base_fee,
+		 (unsigned long long)s->aggressive_base_fee, fee_congestion_name(s->congestion),
+		 s->capacity_ppm / 1e6, s->latest_ledger);
+	if (relay_write(o->relay, "SELECT outbox.fee_event($1, $2::jsonb)", 2, p))
+		return;
+	o->reported = true;
+	o->last_recommended = s->recommended_base_fee;
+	o->last_aggressive = s->aggressive_base_fee;
+	o->last_congestion = s->congestion;
 }
 
 void oracle_publish(struct oracle *o)
@@ -87,6 +116,7 @@ void oracle_publish(struct oracle *o)
 			 sample.usage_ppm / 1e6, sample.spread_milli / 1e3,
 			 (unsigned long long)snap.recommended_base_fee,
 			 (unsigned long long)snap.aggressive_base_fee);
+	report(o, &snap);
 	log_debug("published generation %llu: recommended %llu aggressive %llu ledger %u",
 		  (unsigned long long)gen, (unsigned long long)snap.recommended_base_fee,
 		  (unsigned long long)snap.aggressive_base_fee, snap.latest_ledger);

@@ -141,6 +141,9 @@ static int run(struct supervisor *s)
 	}
 	log_detail(LOG_LVL_INFO, "started", "instance=%s workers=%lld segment=%s", s->cfg.instance,
 		   (long long)s->cfg.workers, s->seg.name);
+	if (!s->cfg.kafka_brokers[0])
+		log_info("OUTBOX_KAFKA_BROKERS is not set: lifecycle events stay in outbox.events "
+			 "(the durable record); nothing is relayed to Kafka");
 	for (size_t i = 0; i < s->n_children && !s->stopping; i++)
 		children_spawn(s, &s->children[i]);
 

@@ -31,6 +31,7 @@
 #define OUTBOX_WORKER_WORKER_H
 
 #include "common/child.h"
+#include "common/relay.h"
 #include "common/fate.h"
 #include "common/fee_view.h"
 #include "common/keys.h"
@@ -146,6 +147,7 @@ struct worker {
 	int64_t chain_close;
 	struct chain_mark marks[WORKER_MARKS];
 	unsigned n_marks;
+	struct relay *relay;                     /* NULL when OUTBOX_KAFKA_BROKERS is unset */
 	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (new ops), oracle (landed) */
 	bool ring_ok[SHM_N_PRODUCERS];
 };

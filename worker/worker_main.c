@@ -35,6 +35,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/vshard.h"
 #include "common/shm/inflight.h"
 #include "common/stellar/sign.h"
 
@@ -48,7 +49,7 @@
 
 #define WORKER_TICK_MS 100
 
-enum { EV_DOORBELL = LOOP_TAG_ROLE, EV_RPC, EV_PG /* + connection */ };
+enum { EV_DOORBELL = LOOP_TAG_ROLE, EV_RPC, EV_RELAY_PG, EV_RELAY_KAFKA, EV_PG /* + connection */ };
 
 /* The sweep: every OUTBOX_DISPATCH_INTERVAL_MS, the first one interval after the start. */
 static int arm_sweep(struct worker *w)
@@ -196,9 +197,58 @@ static void handle_own(struct worker *w, const struct epoll_event *ev)
 	case EV_RPC:
 		rpc_client_perform(w->rpc);
 		break;
+	case EV_RELAY_PG:
+	case EV_RELAY_KAFKA:
+		if (w->relay)
+			relay_on_ready(w->relay, ev->data.u64, ev->events);
+		break;
 	default:
 		pg_ready(w, ev);
 	}
+}
+
+/*
+ * The event relay (common/relay.h) of the op events of the vshards this
+ * worker leases: it seals their chains (fenced by the same leases) and
+ * produces them to Kafka. Without brokers there is no relay: the events
+ * stay in outbox.events, the durable record.
+ */
+static int relay_open(struct worker *w, struct outbox_error *err)
+{
+	const struct outbox_config *c = w->cfg;
+	char client[32];
+	struct relay_config rc = {.brokers = c->kafka_brokers,
+				  .topic = c->kafka_topic,
+				  .database = c->database_url,
+				  .client = client,
+				  .ep = w->loop.ep,
+				  .tag_pg = EV_RELAY_PG,
+				  .tag_kafka = EV_RELAY_KAFKA,
+				  .stats = w->stats};
+
+	if (!c->kafka_brokers[0])
+		return 0;
+	snprintf(client, sizeof(client), "worker-%u", w->ctx->index);
+	w->relay = relay_new(&rc, err);
+	return w->relay ? 0 : -EINVAL;
+}
+
+/* The relay follows the leases: it may seal exactly the chains of the vshards held. */
+static void relay_turn(struct worker *w, int64_t now)
+{
+	static int vs[OUTBOX_VSHARDS_MAX]; /* one thread: no need for 48 KiB of stack a turn */
+	static int64_t ep[OUTBOX_VSHARDS_MAX];
+	int n = 0;
+
+	if (!w->relay)
+		return;
+	for (int v = 0; v < w->nvshards && n < OUTBOX_VSHARDS_MAX; v++)
+		if (w->leases[v].epoch) {
+			vs[n] = v;
+			ep[n++] = w->leases[v].epoch;
+		}
+	relay_set_vshards(w->relay, w->owner, vs, ep, n);
+	relay_tick(w->relay, now);
 }
 
 static void handle(struct worker *w, const struct epoll_event *ev)
@@ -255,6 +305,8 @@ static int setup(struct worker *w, struct outbox_error *err)
 		w->ring_ok[pr] = spsc_ring_attach(&w->rings[pr], ctx->seg, (enum shm_producer)pr,
 						  ctx->index) == 0;
 	inflight_set(ctx->seg, ctx->index, 0);
+	if ((rc = relay_open(w, err)))
+		return rc;
 	return arm_sweep(w);
 }
 
@@ -270,6 +322,8 @@ static int wait_ms(struct worker *w, int64_t now)
 	for (struct job *j = w->jobs; j && t > 0; j = j->next)
 		if (!j->busy && j->due_ms - now < t)
 			t = j->due_ms - now;
+	if (w->relay && relay_timeout_ms(w->relay, now) < t)
+		t = relay_timeout_ms(w->relay, now);
 	return t < 0 ? 0 : (int)t;
 }
 
@@ -285,6 +339,7 @@ static void turn(struct worker *w)
 		claim_tick(w);
 	}
 	jobs_tick(w, now);
+	relay_turn(w, now);
 }
 
 static size_t pg_pending(const struct worker *w)
@@ -364,6 +419,8 @@ int worker_main(struct child_ctx *ctx)
 	proc_slot_stopping(w.slot);
 	qsbr_offline(&w.reader.q, w.reader.me);
 	drain(&w);
+	relay_free(w.relay,
+		   2000); /* what it produced gets its reports; the rest is produced again */
 	rpc_client_free(w.rpc);
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
 		pgq_release(&w.pg[k]);

@@ -1,0 +1,826 @@
+/*
+ * relay.c - see relay.h. One state at a time per step: a seal read and its
+ * seal statements, a resend page, a mark statement; each is one statement
+ * in flight on the relay's connection, and each leaves the relay in a state
+ * from which the next tick continues whatever happened (a lost connection
+ * only means rows to produce again: at least once).
+ */
+#include "common/relay.h"
+
+#include "common/clock.h"
+#include "common/crashpoint.h"
+#include "common/events.h"
+#include "common/log.h"
+#include "common/pgq.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <librdkafka/rdkafka.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define RELAY_PAGE       500   /* rows per seal read or resend page */
+#define RELAY_IDLE_MS    100   /* look for unsealed rows this often when there were none */
+#define RELAY_MARK_MS    50    /* mark delivered rows at least this often */
+#define RELAY_MARK_MAX   1000  /* ... or as soon as this many wait */
+#define RELAY_FIFO_MAX   5000  /* sealed rows waiting for the producer */
+#define RELAY_BACKLOG_MS 5000  /* count the unpublished backlog this often */
+#define RELAY_QUEUE_MAX  20000 /* the producer's own queue */
+#define RELAY_VSHARDS    4096
+
+struct sealed {
+	struct event_rec e;
+	int64_t batch; /* the seal statement that links it, 0 once sealed, -1 none */
+	/* while being sealed: its chain's vshard (-1: the named chain) and head */
+	int vshard;
+	int64_t head_seq;
+	uint8_t head[32];
+};
+
+struct relay {
+	struct relay_config cfg;
+	char brokers[1024], topic[256], database[1024], client[64];
+	struct pgq pg;
+	rd_kafka_t *rk;
+	int pipe[2];
+	char source[64]; /* "urn:uuid:<deployment>", "" until read */
+
+	char owner[128];
+	int vshards[RELAY_VSHARDS];
+	int64_t epochs[RELAY_VSHARDS];
+	int n_vshards;
+	char chain[EVENT_CHAIN_MAX + 1]; /* a named chain, "" when none */
+
+	struct sealed *fifo; /* sealed (or being sealed), to produce, in order */
+	size_t n_fifo, cap_fifo;
+	int64_t next_batch;
+	int seals_out;  /* seal statements in flight */
+	bool reading;   /* a seal read or a resend page in flight */
+	bool more;      /* the last seal read was full: read again at once */
+	bool resend;    /* produce every sealed unpublished row again, once it is safe */
+	bool resending; /* paging through them */
+	int64_t resend_after;
+	uint64_t in_flight; /* produced, no delivery report yet */
+	int64_t *marks;     /* delivered, to mark published */
+	size_t n_marks, cap_marks;
+	bool marking, counting;
+	int64_t next_read_ms, next_mark_ms, next_count_ms;
+};
+
+/* ---- Kafka ---- */
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+	struct relay *r = opaque;
+	int64_t id = (int64_t)(intptr_t)m->_private;
+
+	(void)rk;
+	r->in_flight--;
+	if (m->err) {
+		r->resend = true;
+		stats_counter_add(r->cfg.stats, MET_EVENT_DELIVERY_FAILURES, 1);
+		log_warn("relay: event %lld not delivered: %s", (long long)id,
+			 rd_kafka_err2str(m->err));
+		return;
+	}
+	if (r->n_marks == r->cap_marks) {
+		size_t cap = r->cap_marks ? 2 * r->cap_marks : 1024;
+		int64_t *p = realloc(r->marks, cap * sizeof(*p));
+		if (!p)
+			return; /* left unpublished: produced again later */
+		r->marks = p;
+		r->cap_marks = cap;
+	}
+	r->marks[r->n_marks++] = id;
+}
+
+static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	struct relay *r = opaque;
+	char why[256];
+
+	if (rd_kafka_fatal_error(rk, why, sizeof(why))) {
+		log_err("relay: fatal producer error: %s (recreated)", why);
+		r->resend = true;
+		return;
+	}
+	log_warn("relay: kafka: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+static rd_kafka_t *producer(struct relay *r, struct outbox_error *err)
+{
+	static const char *const conf_kv[][2] = {
+		{"enable.idempotence", "true"}, /* in order, no duplicates, per partition */
+		{"message.timeout.ms", "0"},    /* never give up: an expired message is a gap */
+		{"queue.buffering.max.messages", "20000"},
+		{"linger.ms", "5"},
+		{"partitioner", "murmur2_random"}, /* the Java clients' key -> partition */
+	};
+	char msg[512];
+	rd_kafka_conf_t *c = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+
+	if (rd_kafka_conf_set(c, "bootstrap.servers", r->brokers, msg, sizeof(msg)) ||
+	    rd_kafka_conf_set(c, "client.id", r->client, msg, sizeof(msg))) {
+		rd_kafka_conf_destroy(c);
+		outbox_error_set(err, OUTBOX_EINVAL, "OUTBOX_KAFKA_BROKERS", "%s", msg);
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(conf_kv) / sizeof(conf_kv[0]); i++)
+		if (rd_kafka_conf_set(c, conf_kv[i][0], conf_kv[i][1], msg, sizeof(msg))) {
+			rd_kafka_conf_destroy(c);
+			outbox_error_set(err, OUTBOX_EINVAL, conf_kv[i][0], "%s", msg);
+			return NULL;
+		}
+	rd_kafka_conf_set_opaque(c, r);
+	rd_kafka_conf_set_dr_msg_cb(c, on_delivery);
+	rd_kafka_conf_set_error_cb(c, on_kafka_error);
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, msg, sizeof(msg));
+	if (!rk) {
+		outbox_error_set(err, OUTBOX_EINVAL, "OUTBOX_KAFKA_BROKERS", "%s", msg);
+		return NULL;
+	}
+	/* delivery reports wake the owner's loop */
+	rd_kafka_queue_t *q = rd_kafka_queue_get_main(rk);
+	rd_kafka_queue_io_event_enable(q, r->pipe[1], "1", 1);
+	rd_kafka_queue_destroy(q);
+	return rk;
+}
+
+/* Produce e; 0, or a librdkafka error (QUEUE_FULL: try again later). */
+static rd_kafka_resp_err_t produce(struct relay *r, const struct event_rec *e)
+{
+	char key[24], type[96], id[24], subject[24], *value;
+	json_t *ce = event_to_cloud(e, r->source);
+	rd_kafka_resp_err_t rc;
+
+	if (!ce || !(value = json_dumps(ce, JSON_COMPACT))) {
+		json_decref(ce);
+		return RD_KAFKA_RESP_ERR__FAIL;
+	}
+	json_decref(ce);
+	event_key(e, key, sizeof(key));
+	event_ce_type(e->type, type, sizeof(type));
+	snprintf(id, sizeof(id), "%lld", (long long)e->id);
+	memcpy(subject, key, sizeof(subject));
+	rc = rd_kafka_producev(
+		r->rk, RD_KAFKA_V_TOPIC(r->topic), RD_KAFKA_V_KEY(key, strlen(key)),
+		RD_KAFKA_V_VALUE(value, strlen(value)), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+		RD_KAFKA_V_HEADER("content-type", "application/cloudevents+json; charset=UTF-8",
+				  -1),
+		RD_KAFKA_V_HEADER("ce_id", id, -1), RD_KAFKA_V_HEADER("ce_type", type, -1),
+		RD_KAFKA_V_HEADER("ce_subject", subject, -1),
+		RD_KAFKA_V_OPAQUE((void *)(intptr_t)e->id), RD_KAFKA_V_END);
+	if (rc)
+		free(value);
+	return rc;
+}
+
+/* Produce the sealed head of the FIFO, in order, while the producer takes them. */
+static void produce_fifo(struct relay *r)
+{
+	size_t k = 0;
+
+	while (k < r->n_fifo && !r->fifo[k].batch) {
+		rd_kafka_resp_err_t rc = produce(r, &r->fifo[k].e);
+		if (rc == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+			break;
+		if (rc) {
+			log_warn("relay: event %lld: %s (produced again later)",
+				 (long long)r->fifo[k].e.id, rd_kafka_err2str(rc));
+			r->resend = true;
+		} else {
+			r->in_flight++;
+			stats_counter_add(r->cfg.stats, MET_EVENTS_PRODUCED, 1);
+		}
+		event_rec_clear(&r->fifo[k].e);
+		k++;
+	}
+	if (k) {
+		memmove(r->fifo, r->fifo + k, (r->n_fifo - k) * sizeof(*r->fifo));
+		r->n_fifo -= k;
+	}
+}
+
+/* ---- rows in and out of PostgreSQL ---- */
+
+static struct sealed *fifo_push(struct relay *r)
+{
+	if (r->n_fifo == r->cap_fifo) {
+		size_t cap = r->cap_fifo ? 2 * r->cap_fifo : 256;
+		struct sealed *p = realloc(r->fifo, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		r->fifo = p;
+		r->cap_fifo = cap;
+	}
+	memset(&r->fifo[r->n_fifo], 0, sizeof(r->fifo[0]));
+	return &r->fifo[r->n_fifo++];
+}
+
+/* A row of events_unsealed / events_unpublished (columns from c0) into e. */
+static bool row_to_event(const PGresult *res, int i, struct event_rec *e)
+{
+	const char *v;
+
+	memset(e, 0, sizeof(*e));
+	e->id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+	e->op_id = PQgetisnull(res, i, 1) ? 0 : strtoll(PQgetvalue(res, i, 1), NULL, 10);
+	e->seq = PQgetisnull(res, i, 2) ? 0 : atoi(PQgetvalue(res, i, 2));
+	snprintf(e->type, sizeof(e->type), "%s", PQgetvalue(res, i, 3));
+	snprintf(e->from, sizeof(e->from), "%s", PQgetvalue(res, i, 4));
+	snprintf(e->to, sizeof(e->to), "%s", PQgetvalue(res, i, 5));
+	e->at_us = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+	v = PQgetvalue(res, i, 7);
+	e->body = json_loads(v, 0, NULL);
+	return e->body != NULL;
+}
+
+static void op_columns(const PGresult *res, int i, int c, struct event_rec *e)
+{
+	snprintf(e->idempotency_key, sizeof(e->idempotency_key), "%s", PQgetvalue(res, i, c));
+	snprintf(e->kind, sizeof(e->kind), "%s", PQgetvalue(res, i, c + 1));
+	snprintf(e->priority, sizeof(e->priority), "%s", PQgetvalue(res, i, c + 2));
+}
+
+static bool bytea_hex(const char *v, uint8_t out[32])
+{
+	size_t n = 0;
+
+	return v[0] == '\\' && v[1] == 'x' && strlen(v) == 66 &&
+	       !sodium_hex2bin(out, 32, v + 2, 64, NULL, &n, NULL) && n == 32;
+}
+
+struct seal_ctx {
+	struct relay *r;
+	int64_t batch;
+};
+
+static void on_sealed(PGresult *res, void *arg);
+
+/* Link the rows fifo[from..to) of one chain and send their seal statement. */
+static void seal_chain(struct relay *r, size_t from, size_t to, int vshard, int64_t epoch,
+		       int64_t head_seq, const uint8_t head[32])
+{
+	size_t cap = (to - from) * 68 + 16, a = 1, b = 1;
+	char *ids = malloc(cap), *hashes = malloc(cap), vs[16], es[24], after[24], prev[65];
+	const char *p[8] = {r->owner,
+			    vshard >= 0 ? vs : NULL,
+			    vshard >= 0 ? es : NULL,
+			    r->fifo[from].e.chain,
+			    after,
+			    prev,
+			    ids,
+			    hashes};
+	struct seal_ctx *c = malloc(sizeof(*c));
+	uint8_t link[32];
+	bool ok = ids && hashes && c;
+
+	memcpy(link, head, 32);
+	if (ok) {
+		ids[0] = hashes[0] = '{';
+		*c = (struct seal_ctx){r, ++r->next_batch};
+	}
+	for (size_t k = from; k < to; k++) {
+		struct event_rec *e = &r->fifo[k].e;
+		char hex[65];
+
+		r->fifo[k].batch = ok ? c->batch : -1;
+		e->chain_seq = head_seq + (int64_t)(k - from) + 1;
+		if (!ok || event_seal(e, link)) {
+			ok = false;
+			continue;
+		}
+		memcpy(link, e->hash, 32);
+		sodium_bin2hex(hex, sizeof(hex), e->hash, 32);
+		a += (size_t)snprintf(ids + a, cap - a, "%s%lld", a > 1 ? "," : "",
+				      (long long)e->id);
+		b += (size_t)snprintf(hashes + b, cap - b, "%s%s", b > 1 ? "," : "", hex);
+	}
+	if (ok) {
+		snprintf(ids + a, cap - a, "}");
+		snprintf(hashes + b, cap - b, "}");
+		snprintf(vs, sizeof(vs), "%d", vshard);
+		snprintf(es, sizeof(es), "%lld", (long long)epoch);
+		snprintf(after, sizeof(after), "%lld", (long long)head_seq);
+		sodium_bin2hex(prev, sizeof(prev), head, 32);
+		ok = pgq_send_batch(
+			     &r->pg,
+			     "SELECT outbox.events_seal($1, $2::int, $3::bigint, $4, $5::bigint, "
+			     "$6, $7::bigint[], $8::text[])",
+			     8, p, on_sealed, c) == 0;
+	}
+	if (ok) {
+		r->seals_out++;
+	} else {
+		for (size_t k = from; k < to; k++)
+			r->fifo[k].batch = -1;
+		free(c);
+	}
+	free(ids);
+	free(hashes);
+}
+
+/* Remove the rows of a batch that was not sealed (the next read finds them again). */
+static void drop_batch(struct relay *r, int64_t batch)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < r->n_fifo; i++) {
+		if (r->fifo[i].batch == batch) {
+			event_rec_clear(&r->fifo[i].e);
+			continue;
+		}
+		r->fifo[k++] = r->fifo[i];
+	}
+	r->n_fifo = k;
+}
+
+static void on_sealed(PGresult *res, void *arg)
+{
+	struct seal_ctx *c = arg;
+	struct relay *r = c->r;
+	size_t n = 0;
+
+	r->seals_out--;
+	if (!pgq_ok(res)) {
+		/* unknown (lost connection): it may have committed, so produce again later */
+		if (!res)
+			r->resend = true;
+		else if (strcmp(pgq_sqlstate(res), "OB403"))
+			log_warn("relay: events_seal: %s", PQresultErrorMessage(res));
+		drop_batch(r, c->batch);
+		free(c);
+		return;
+	}
+	for (size_t i = 0; i < r->n_fifo; i++)
+		if (r->fifo[i].batch == c->batch) {
+			r->fifo[i].batch = 0;
+			n++;
+		}
+	stats_counter_add(r->cfg.stats, MET_EVENTS_SEALED, n);
+	free(c);
+	CRASHPOINT("relay_after_seal"); /* sealed and committed, nothing produced yet */
+	produce_fifo(r);
+}
+
+static int lease_of(const struct relay *r, int v, int64_t *epoch)
+{
+	for (int i = 0; i < r->n_vshards; i++)
+		if (r->vshards[i] == v) {
+			*epoch = r->epochs[i];
+			return 0;
+		}
+	return -1;
+}
+
+/* Reorder fifo[from..) so each chain's rows are together, each in id order. */
+static void group_by_chain(struct relay *r, size_t from)
+{
+	size_t n = r->n_fifo - from, k = 0;
+	struct sealed *tmp = malloc(n * sizeof(*tmp));
+	bool *taken = calloc(n, 1);
+
+	if (!tmp || !taken) {
+		free(tmp);
+		free(taken);
+		for (size_t i = from; i < r->n_fifo; i++)
+			r->fifo[i].batch = -1,
+			r->fifo[i].vshard = -2; /* nothing sealed this time */
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (taken[i])
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (!taken[j] &&
+			    !strcmp(r->fifo[from + j].e.chain, r->fifo[from + i].e.chain)) {
+				tmp[k++] = r->fifo[from + j];
+				taken[j] = true;
+			}
+	}
+	memcpy(r->fifo + from, tmp, n * sizeof(*tmp));
+	free(tmp);
+	free(taken);
+}
+
+/* Row i of an events_unsealed answer onto the FIFO; false when it is dropped. */
+static bool push_unsealed(struct relay *r, const PGresult *res, int i)
+{
+	struct sealed *s = fifo_push(r);
+
+	if (!s)
+		return false;
+	s->batch = -1;
+	if (!row_to_event(res, i, &s->e) || !bytea_hex(PQgetvalue(res, i, 13), s->head)) {
+		log_err("relay: event %s: unreadable row (body or chain head)",
+			PQgetvalue(res, i, 0));
+		event_rec_clear(&s->e);
+		r->n_fifo--;
+		return false;
+	}
+	s->head_seq = strtoll(PQgetvalue(res, i, 12), NULL, 10);
+	s->vshard = PQgetisnull(res, i, 8) ? -1 : atoi(PQgetvalue(res, i, 8));
+	if (s->vshard >= 0) {
+		op_columns(res, i, 9, &s->e);
+		snprintf(s->e.chain, sizeof(s->e.chain), "vshard:%d", s->vshard);
+	} else {
+		snprintf(s->e.chain, sizeof(s->e.chain), "%s", r->chain);
+	}
+	return true;
+}
+
+/*
+ * A seal read answered: unsealed rows in id order. They are grouped by
+ * chain, each group linked after its chain's head and sealed by one
+ * statement; the statements share a commit (group commit) while each
+ * one's verdict is its own.
+ */
+static void on_unsealed(PGresult *res, void *arg)
+{
+	struct relay *r = arg;
+	size_t base = r->n_fifo, i, j;
+	int n;
+
+	r->reading = false;
+	if (!pgq_ok(res)) {
+		if (res)
+			log_warn("relay: events_unsealed: %s", PQresultErrorMessage(res));
+		return;
+	}
+	n = PQntuples(res);
+	r->more = n == RELAY_PAGE;
+	for (int k = 0; k < n; k++)
+		push_unsealed(r, res, k);
+	group_by_chain(r, base);
+	for (i = base; i < r->n_fifo; i = j) {
+		const struct sealed *s = &r->fifo[i];
+		int64_t epoch = 0;
+
+		for (j = i + 1; j < r->n_fifo && !strcmp(r->fifo[j].e.chain, s->e.chain); j++)
+			;
+		if (s->vshard == -2 || (s->vshard >= 0 && lease_of(r, s->vshard, &epoch)))
+			continue; /* the lease went away meanwhile: batch stays -1, dropped */
+		seal_chain(r, i, j, s->vshard, epoch, s->head_seq, s->head);
+	}
+	drop_batch(r, -1);
+}
+
+/* A page of sealed rows not yet published: produced again, in id order. */
+static void on_unpublished(PGresult *res, void *arg)
+{
+	struct relay *r = arg;
+	int n;
+
+	r->reading = false;
+	if (!pgq_ok(res)) {
+		if (res)
+			log_warn("relay: events_unpublished: %s", PQresultErrorMessage(res));
+		r->resending = false; /* start over later */
+		return;
+	}
+	n = PQntuples(res);
+	for (int i = 0; i < n; i++) {
+		struct sealed *s = fifo_push(r);
+		if (!s)
+			break;
+		if (!row_to_event(res, i, &s->e) || !bytea_hex(PQgetvalue(res, i, 13), s->e.prev) ||
+		    !bytea_hex(PQgetvalue(res, i, 14), s->e.hash)) {
+			log_err("relay: event %s: unreadable row", PQgetvalue(res, i, 0));
+			event_rec_clear(&s->e);
+			r->n_fifo--;
+			continue;
+		}
+		if (s->e.op_id)
+			op_columns(res, i, 8, &s->e);
+		snprintf(s->e.chain, sizeof(s->e.chain), "%s", PQgetvalue(res, i, 11));
+		s->e.chain_seq = strtoll(PQgetvalue(res, i, 12), NULL, 10);
+		r->resend_after = s->e.id;
+	}
+	if (n < RELAY_PAGE) {
+		r->resending = false;
+		r->resend_after = 0;
+	}
+	produce_fifo(r);
+}
+
+static void on_marked(PGresult *res, void *arg)
+{
+	struct relay *r = arg;
+
+	r->marking = false;
+	if (!pgq_ok(res) && res)
+		log_warn("relay: events_published: %s", PQresultErrorMessage(res));
+}
+
+static void on_counted(PGresult *res, void *arg)
+{
+	struct relay *r = arg;
+
+	r->counting = false;
+	if (pgq_ok(res) && PQntuples(res) == 1)
+		stats_gauge_set(r->cfg.stats, MET_EVENTS_BACKLOG,
+				strtoll(PQgetvalue(res, 0, 0), NULL, 10));
+}
+
+/* "{v,...}" of the vshards, and "{vshard:v,...,name}" of every chain. */
+static bool arrays(const struct relay *r, char *vs, char *chains, size_t cap)
+{
+	size_t a = 1, b = 1;
+
+	vs[0] = chains[0] = '{';
+	for (int i = 0; i < r->n_vshards && a + 16 < cap && b + 20 < cap; i++) {
+		a += (size_t)snprintf(vs + a, cap - a, "%s%d", a > 1 ? "," : "", r->vshards[i]);
+		b += (size_t)snprintf(chains + b, cap - b, "%s\"vshard:%d\"", b > 1 ? "," : "",
+				      r->vshards[i]);
+	}
+	if (r->chain[0] && b + strlen(r->chain) + 4 < cap)
+		b += (size_t)snprintf(chains + b, cap - b, "%s\"%s\"", b > 1 ? "," : "", r->chain);
+	snprintf(vs + a, cap - a, "}");
+	snprintf(chains + b, cap - b, "}");
+	return a > 1 || r->chain[0];
+}
+
+static void mark(struct relay *r, int64_t now)
+{
+	size_t cap = r->n_marks * 21 + 4, a = 1;
+	char *ids;
+	const char *p[1];
+
+	if (r->marking || !r->n_marks || (r->n_marks < RELAY_MARK_MAX && now < r->next_mark_ms) ||
+	    !(ids = malloc(cap)))
+		return;
+	ids[0] = '{';
+	for (size_t i = 0; i < r->n_marks; i++)
+		a += (size_t)snprintf(ids + a, cap - a, "%s%lld", i ? "," : "",
+				      (long long)r->marks[i]);
+	snprintf(ids + a, cap - a, "}");
+	p[0] = ids;
+	if (pgq_send(&r->pg, "SELECT outbox.events_published($1::bigint[])", 1, p, on_marked, r) ==
+	    0) {
+		stats_counter_add(r->cfg.stats, MET_EVENTS_PUBLISHED, r->n_marks);
+		r->n_marks = 0;
+		r->marking = true;
+	}
+	r->next_mark_ms = now + RELAY_MARK_MS;
+	free(ids);
+}
+
+/* Read what to produce next: a resend page once it is safe, else unsealed rows. */
+static void read_rows(struct relay *r, int64_t now)
+{
+	size_t cap = (size_t)r->n_vshards * 24 + EVENT_CHAIN_MAX + 8;
+	char *vs, *chains, after[24], lim[16];
+	int rc = -1;
+
+	if (r->reading || r->seals_out || r->n_fifo >= RELAY_FIFO_MAX || !r->source[0])
+		return;
+	if (r->resend && !r->resending && !r->in_flight && !r->n_fifo && !r->marking &&
+	    !r->n_marks) {
+		r->resend = false; /* nothing of ours is in flight: every unpublished row is due */
+		r->resending = true;
+		r->resend_after = 0;
+	}
+	if (!r->resending && !r->more && now < r->next_read_ms)
+		return;
+	if (!(vs = malloc(cap)) || !(chains = malloc(cap))) {
+		free(vs);
+		return;
+	}
+	snprintf(lim, sizeof(lim), "%d", RELAY_PAGE);
+	if (arrays(r, vs, chains, cap)) {
+		snprintf(after, sizeof(after), "%lld", (long long)r->resend_after);
+		const char *pu[3] = {chains, after, lim}, *pv[2] = {vs, lim},
+			   *pc[2] = {r->chain, lim};
+		if (r->resending)
+			rc = pgq_send(
+				&r->pg,
+				"SELECT * FROM outbox.events_unpublished($1::text[], $2::bigint, "
+				"$3::int)",
+				3, pu, on_unpublished, r);
+		else if (r->n_vshards)
+			rc = pgq_send(&r->pg,
+				      "SELECT * FROM outbox.events_unsealed($1::int[], $2::int)", 2,
+				      pv, on_unsealed, r);
+		else
+			rc = pgq_send(&r->pg,
+				      "SELECT * FROM outbox.events_unsealed_chain($1, $2::int)", 2,
+				      pc, on_unsealed, r);
+	}
+	r->reading = rc == 0;
+	r->next_read_ms = now + RELAY_IDLE_MS;
+	free(vs);
+	free(chains);
+}
+
+static void count_backlog(struct relay *r, int64_t now)
+{
+	size_t cap = (size_t)r->n_vshards * 24 + EVENT_CHAIN_MAX + 8;
+	char *vs, *chains;
+
+	if (r->counting || now < r->next_count_ms || !(vs = malloc(cap)))
+		return;
+	r->next_count_ms = now + RELAY_BACKLOG_MS;
+	if ((chains = malloc(cap)) && arrays(r, vs, chains, cap)) {
+		const char *p[2] = {chains, vs};
+		r->counting =
+			pgq_send(&r->pg,
+				 "SELECT count(*) FROM (SELECT 1 FROM outbox.events e LEFT JOIN "
+				 "outbox.ops o ON o.id = e.op_id WHERE e.published_at IS NULL AND "
+				 "(e.chain = ANY ($1::text[]) OR o.vshard = ANY ($2::int[])) "
+				 "LIMIT 1000000) x",
+				 2, p, on_counted, r) == 0;
+	}
+	free(vs);
+	free(chains);
+}
+
+static void on_source(PGresult *res, void *arg)
+{
+	struct relay *r = arg;
+
+	if (pgq_ok(res) && PQntuples(res) == 1)
+		snprintf(r->source, sizeof(r->source), "urn:uuid:%s", PQgetvalue(res, 0, 0));
+	else if (res)
+		log_err("relay: cannot read the deployment id: %s", PQresultErrorMessage(res));
+}
+
+/* (Re)connected: learn the source once; whatever was in flight on the old connection is unknown. */
+static void on_connect(bool up, void *arg)
+{
+	struct relay *r = arg;
+
+	r->reading = r->marking = r->counting = false;
+	if (!up)
+		return;
+	r->resend = true;
+	if (!r->source[0])
+		pgq_send(&r->pg, "SELECT deployment FROM outbox.settings", 0, NULL, on_source, r);
+}
+
+void relay_tick(struct relay *r, int64_t now)
+{
+	pgq_tick(&r->pg, now);
+	rd_kafka_poll(r->rk, 0);
+	if (rd_kafka_fatal_error(r->rk, NULL, 0)) {
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		rd_kafka_t *fresh = producer(r, &err);
+		if (fresh) {
+			rd_kafka_purge(r->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+			rd_kafka_poll(r->rk, 0);
+			rd_kafka_destroy(r->rk);
+			r->rk = fresh;
+			r->in_flight = 0;
+			r->resend = true;
+		}
+	}
+	stats_gauge_set(r->cfg.stats, MET_KAFKA_QUEUE, rd_kafka_outq_len(r->rk));
+	if (!pgq_connected(&r->pg))
+		return;
+	produce_fifo(r);
+	mark(r, now);
+	read_rows(r, now);
+	count_backlog(r, now);
+}
+
+void relay_on_ready(struct relay *r, uint64_t tag, uint32_t events)
+{
+	char buf[64];
+
+	if (tag == r->cfg.tag_pg) {
+		pgq_on_ready(&r->pg, events);
+		return;
+	}
+	while (read(r->pipe[0], buf, sizeof(buf)) > 0)
+		;
+	rd_kafka_poll(r->rk, 0);
+}
+
+int relay_timeout_ms(const struct relay *r, int64_t now)
+{
+	int64_t t = r->n_marks ? r->next_mark_ms - now : 1000;
+
+	if (r->more || r->n_fifo || r->resending)
+		t = 0;
+	else if (r->next_read_ms - now < t)
+		t = r->next_read_ms - now;
+	return t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
+}
+
+uint64_t relay_in_flight(const struct relay *r)
+{
+	return r->in_flight + r->n_fifo;
+}
+
+void relay_set_vshards(struct relay *r, const char *owner, const int *vshards,
+		       const int64_t *epochs, int n)
+{
+	if (n > RELAY_VSHARDS)
+		n = RELAY_VSHARDS;
+	if (n == r->n_vshards && !memcmp(vshards, r->vshards, (size_t)n * sizeof(*vshards)) &&
+	    !memcmp(epochs, r->epochs, (size_t)n * sizeof(*epochs)) && !strcmp(owner, r->owner))
+		return; /* the usual turn: nothing changed */
+	for (int i = 0; i < n; i++) {
+		int64_t e;
+		/* a lease taken (or taken again): a predecessor may have sealed rows it never produced */
+		if (lease_of(r, vshards[i], &e) || e != epochs[i])
+			r->resend = true;
+	}
+	snprintf(r->owner, sizeof(r->owner), "%s", owner);
+	memcpy(r->vshards, vshards, (size_t)n * sizeof(*vshards));
+	memcpy(r->epochs, epochs, (size_t)n * sizeof(*epochs));
+	r->n_vshards = n;
+}
+
+void relay_set_chain(struct relay *r, const char *chain)
+{
+	snprintf(r->chain, sizeof(r->chain), "%s", chain);
+	r->resend = true;
+}
+
+static void on_written(PGresult *res, void *arg)
+{
+	(void)arg;
+	if (res && !pgq_ok(res))
+		log_warn("relay: event write: %s", PQresultErrorMessage(res));
+}
+
+int relay_write(struct relay *r, const char *sql, int n, const char *const *params)
+{
+	if (!pgq_connected(&r->pg))
+		return -ENOTCONN;
+	return pgq_send(&r->pg, sql, n, params, on_written, r);
+}
+
+struct relay *relay_new(const struct relay_config *cfg, struct outbox_error *err)
+{
+	struct relay *r = calloc(1, sizeof(*r));
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = cfg->tag_kafka};
+
+	if (!r) {
+		outbox_error_set(err, -ENOMEM, "relay", "out of memory");
+		return NULL;
+	}
+	r->cfg = *cfg;
+	snprintf(r->brokers, sizeof(r->brokers), "%s", cfg->brokers);
+	snprintf(r->topic, sizeof(r->topic), "%s", cfg->topic);
+	snprintf(r->client, sizeof(r->client), "outboxd-%s", cfg->client);
+	r->pipe[0] = r->pipe[1] = -1;
+	if (pipe2(r->pipe, O_NONBLOCK | O_CLOEXEC) ||
+	    epoll_ctl(cfg->ep, EPOLL_CTL_ADD, r->pipe[0], &ev)) {
+		outbox_error_set(err, -errno, "relay", "pipe: %s", strerror(errno));
+		relay_free(r, 0);
+		return NULL;
+	}
+	if (!(r->rk = producer(r, err)) ||
+	    pgq_init(&r->pg, cfg->database, r->client, cfg->ep, cfg->tag_pg, NULL, on_connect, r)) {
+		if (!err->msg[0])
+			outbox_error_set(err, -ENOMEM, "relay", "out of memory");
+		relay_free(r, 0);
+		return NULL;
+	}
+	return r;
+}
+
+/* Drive the connection outside the owner's loop (at the end: relay_free). */
+static void wait_pg(struct pgq *q, int ms)
+{
+	struct pollfd p = {.fd = q->fd, .events = POLLIN};
+
+	if (q->fd >= 0 && poll(&p, 1, ms) > 0)
+		pgq_on_ready(q, EPOLLIN);
+}
+
+void relay_free(struct relay *r, int flush_ms)
+{
+	if (!r)
+		return;
+	if (r->rk) {
+		int64_t until = mono_ms() + flush_ms;
+		produce_fifo(r);
+		rd_kafka_flush(r->rk, flush_ms);
+		/* mark what was delivered, best effort: the rest is produced again later */
+		while (pgq_connected(&r->pg) && (r->n_marks || r->marking) && mono_ms() < until) {
+			r->next_mark_ms = 0;
+			mark(r, mono_ms());
+			wait_pg(&r->pg, 50);
+		}
+		rd_kafka_destroy(r->rk);
+	}
+	pgq_release(&r->pg);
+	for (size_t i = 0; i < r->n_fifo; i++)
+		event_rec_clear(&r->fifo[i].e);
+	free(r->fifo);
+	free(r->marks);
+	if (r->pipe[0] >= 0) {
+		epoll_ctl(r->cfg.ep, EPOLL_CTL_DEL, r->pipe[0], NULL);
+		close(r->pipe[0]);
+		close(r->pipe[1]);
+	}
+	free(r);
+}

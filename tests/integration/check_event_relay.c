@@ -1,0 +1,351 @@
+/*
+ * check_event_relay.c - lifecycle events to a real Apache Kafka broker
+ * (ops/kafka.sh), with outboxd + stellar-sim + PostgreSQL:
+ *
+ *	every transition of a run is on the topic exactly as in outbox.events
+ *	    (after dedup), in order per op, with its headers, valid against the
+ *	    JSON Schemas, and `outboxctl audit --verify` finds it clean;
+ *	the broker stopped for 20 s mid-run: dispatch goes on, and afterwards
+ *	    every event is on the topic, no gap;
+ *	a worker SIGKILLed between sealing its events and their delivery: they
+ *	    arrive after its restart;
+ *	a row changed or cut off in outbox.events: audit --verify says where.
+ */
+#include "common/idempotency.h"
+#include "common/stellar/sign.h"
+#include "common/stellar/strkey.h"
+#include "tests/integration/dispatch_harness.h"
+#include "tests/support/kafkatest.h"
+#include "tests/support/pgtest.h"
+#include "tests/support/check_main.h"
+
+static char topic[128];
+static char env_brokers[300], env_topic[200];
+
+static long long q1(struct fixture *f, const char *sql)
+{
+	return pgtest_scalar(f->c, sql);
+}
+
+static bool wait_for(struct fixture *f, const char *sql, long long want, unsigned timeout_ms)
+{
+	uint64_t end = ph_now_ms() + timeout_ms;
+
+	do {
+		if (q1(f, sql) == want)
+			return true;
+		ph_sleep_ms(100);
+	} while (ph_now_ms() < end);
+	return false;
+}
+
+/* outboxd with the relay on a fresh topic of 4 partitions. */
+static void start_relaying(struct fixture *f, const char *sim_args, const char **extra)
+{
+	const char *env[12];
+	int n = 0;
+
+	kafkatest_require_broker();
+	kafkatest_fresh_topic(topic, sizeof(topic), "relay", 4);
+	snprintf(env_brokers, sizeof(env_brokers), "OUTBOX_KAFKA_BROKERS=%s", kafkatest_brokers());
+	snprintf(env_topic, sizeof(env_topic), "OUTBOX_KAFKA_TOPIC=%s", topic);
+	env[n++] = env_brokers;
+	env[n++] = env_topic;
+	for (; extra && *extra && n < 11; extra++)
+		env[n++] = *extra;
+	env[n] = NULL;
+	start(f, sim_args, env);
+}
+
+static void enqueue_mix(struct fixture *f, const char *tag, int n)
+{
+	char user[32], rec[32];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(user, sizeof(user), "%s%d", tag, i % 5);
+		snprintf(rec, sizeof(rec), "%s-%d", tag, i);
+		if (i % 9 == 4)
+			enqueue(f, "REBALANCE", user, rec, i % f->n_signers, NULL, "10", NULL);
+		else
+			enqueue(f, i % 4 ? "DEPOSIT" : "WITHDRAW", user, rec, i % f->n_signers,
+				f->signer[(i + 1) % f->n_signers], i % 4 ? "100" : "1", NULL);
+	}
+}
+
+/* Every event published: the relay's work is done. */
+static void wait_published(struct fixture *f, unsigned timeout_ms)
+{
+	ck_assert_msg(wait_for(f, "SELECT count(*) FROM outbox.events WHERE published_at IS NULL",
+			       0, timeout_ms),
+		      "%lld events not published",
+		      q1(f, "SELECT count(*) FROM outbox.events WHERE published_at IS NULL"));
+}
+
+/* Run outboxctl audit on the topic; returns its exit status, the JSON in *out. */
+static int audit(struct fixture *f, const char *args, json_t **out)
+{
+	char cmd[4096];
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "OUTBOX_DATABASE_URL='%s' %s/outboxctl audit --json --brokers %s --topic %s %s",
+		 f->db.conninfo, f->h.build, kafkatest_brokers(), topic, args);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	*out = json_loadf(p, 0, NULL);
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * The topic against the table: every row once (after dedup) with the same
+ * type, statuses and sequence; each op's events in sequence order within
+ * its partition; the headers; the values into a file for the schema check.
+ */
+static void compare_topic(struct fixture *f, const char *dump)
+{
+	long long rows = q1(f, "SELECT count(*) FROM outbox.events");
+	struct kafkatest_msgs got;
+	PGresult *r = PQexec(f->c, "SELECT id, coalesce(op_id, 0), coalesce(seq, 0), type, "
+				   "coalesce(from_status, ''), coalesce(to_status, '') "
+				   "FROM outbox.events ORDER BY id");
+	json_t *seen = json_object(), *last_seq = json_object();
+	FILE *out = fopen(dump, "w");
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	ck_assert_uint_ge(kafkatest_consume_all(topic, (size_t)rows, 60000, &got), (size_t)rows);
+	for (size_t i = 0; i < got.n; i++) {
+		json_t *ce = json_loads(got.m[i].value, 0, NULL), *d;
+		char buf[128];
+		const char *id;
+
+		ck_assert_msg(ce != NULL, "message %zu is not JSON", i);
+		id = json_string_value(json_object_get(ce, "id"));
+		ck_assert_str_eq(kafkatest_header(&got.m[i], "ce_id", buf, sizeof(buf), NULL, NULL),
+				 id);
+		ck_assert_str_eq(
+			kafkatest_header(&got.m[i], "ce_type", buf, sizeof(buf), NULL, NULL),
+			json_string_value(json_object_get(ce, "type")));
+		ck_assert_str_eq(
+			kafkatest_header(&got.m[i], "ce_subject", buf, sizeof(buf), NULL, NULL),
+			got.m[i].key);
+		ck_assert_str_eq(
+			kafkatest_header(&got.m[i], "content-type", buf, sizeof(buf), NULL, NULL),
+			"application/cloudevents+json; charset=UTF-8");
+		d = json_object_get(ce, "data");
+		if (json_integer_value(json_object_get(d, "op_id"))) {
+			/* per op, in order within its partition (a re-delivery may repeat one) */
+			const char *op = got.m[i].key;
+			long long seq = atoll(json_string_value(json_object_get(ce, "sequence")));
+			json_t *prev = json_object_get(last_seq, op);
+			ck_assert_msg(!prev || json_integer_value(prev) <= seq,
+				      "op %s: event %lld after %lld", op, seq,
+				      json_integer_value(prev));
+			if (!prev || json_integer_value(prev) < seq)
+				json_object_set_new(last_seq, op, json_integer(seq));
+		}
+		if (!json_object_get(seen, id))
+			fprintf(out, "%s\n", got.m[i].value);
+		json_object_set(seen, id, ce);
+		json_decref(ce);
+	}
+	fclose(out);
+	ck_assert_int_eq((long long)json_object_size(seen), rows);
+	for (int i = 0; i < PQntuples(r); i++) {
+		json_t *ce = json_object_get(seen, PQgetvalue(r, i, 0)),
+		       *d = json_object_get(ce, "data");
+		ck_assert_msg(ce != NULL, "event %s is not on the topic", PQgetvalue(r, i, 0));
+		ck_assert_str_eq(json_string_value(json_object_get(d, "event")),
+				 PQgetvalue(r, i, 3));
+		if (atoll(PQgetvalue(r, i, 1))) {
+			ck_assert_int_eq(json_integer_value(json_object_get(d, "op_id")),
+					 atoll(PQgetvalue(r, i, 1)));
+			ck_assert_int_eq(atoll(json_string_value(json_object_get(ce, "sequence"))),
+					 atoll(PQgetvalue(r, i, 2)));
+		}
+		const char *from = json_string_value(json_object_get(d, "from")),
+			   *to = json_string_value(json_object_get(d, "to"));
+		ck_assert_str_eq(from ? from : "", PQgetvalue(r, i, 4));
+		ck_assert_str_eq(to ? to : "", PQgetvalue(r, i, 5));
+	}
+	PQclear(r);
+	json_decref(seen);
+	json_decref(last_seq);
+	kafkatest_msgs_free(&got);
+}
+
+static void validate_schemas(struct fixture *f, const char *dump)
+{
+	char cmd[1200];
+	const char *src = getenv("OUTBOX_SOURCE_DIR");
+
+	(void)f;
+	snprintf(cmd, sizeof(cmd), "node %s/tests/events/validate.js %s/schema/events %s", src, src,
+		 dump);
+	ck_assert_msg(system(cmd) == 0, "%s: events do not match their JSON Schemas", cmd);
+}
+
+static void audit_clean(struct fixture *f)
+{
+	json_t *a = NULL;
+	int rc = audit(f, "--verify", &a);
+
+	ck_assert_msg(rc == 0, "audit exit %d: %s", rc,
+		      a ? json_string_value(json_object_get(a, "first_problem")) : "(no output)");
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "gaps")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "illegal")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "broken")), 0);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(json_object_get(a, "verify"), "broken")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "events")),
+			 q1(f, "SELECT count(*) FROM outbox.events"));
+	json_decref(a);
+}
+
+START_TEST(test_every_transition_on_the_topic)
+{
+	struct fixture f;
+	char dump[200];
+	char poor[57];
+
+	memset(&f, 0, sizeof(f));
+	f.n_signers = 5;
+	start_relaying(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	/* a held user's op, cancelled by an operator; an overdraft that fails on chain */
+	pgtest_exec(f.c, "INSERT INTO outbox.user_holds (user_id, reason, held_by) VALUES "
+			 "('frozen', 'review', 'test')");
+	enqueue(&f, "DEPOSIT", "frozen", "x1", 0, f.signer[1], "5", NULL);
+	pgtest_exec(f.c, "SELECT outbox.admin_cancel(id, 'ops') FROM outbox.ops");
+	pgtest_account(93, poor);
+	enqueue(&f, "WITHDRAW", "poor", "w1", 1, poor, "5000", NULL);
+	enqueue_mix(&f, "all", 30);
+	ck_assert(wait_terminal(&f, 90000));
+	wait_published(&f, 60000);
+	ck_assert_int_gt(q1(&f, "SELECT count(*) FROM outbox.events WHERE type = 'FEE_SNAPSHOT'"),
+			 0);
+	snprintf(dump, sizeof(dump), "%s/events.jsonl", f.h.dir);
+	compare_topic(&f, dump);
+	validate_schemas(&f, dump);
+	audit_clean(&f);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* The broker away for 20 s mid-run: dispatch does not wait; nothing is lost. */
+START_TEST(test_broker_outage)
+{
+	struct fixture f;
+	char dump[200];
+	long long before, during;
+
+	memset(&f, 0, sizeof(f));
+	f.n_signers = 8;
+	start_relaying(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	enqueue_mix(&f, "out", 120);
+	ck_assert(wait_for(&f,
+			   "SELECT least(count(*), 20) FROM outbox.ops WHERE status = 'CONFIRMED'",
+			   20, 60000));
+	kafkatest_broker_stop();
+	before = q1(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'");
+	ph_sleep_ms(20000);
+	during = q1(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'");
+	kafkatest_broker_start();
+	ck_assert_msg(during > before, "dispatch stalled while the broker was away (%lld, %lld)",
+		      before, during);
+	ck_assert(wait_terminal(&f, 120000));
+	wait_published(&f, 120000);
+	snprintf(dump, sizeof(dump), "%s/events.jsonl", f.h.dir);
+	compare_topic(&f, dump);
+	audit_clean(&f);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/* SIGKILL after the seal committed, before anything was produced: delivered after the restart. */
+START_TEST(test_killed_between_seal_and_delivery)
+{
+	struct fixture f;
+	char once[200], dump[200];
+	const char *env[] = {"CRASHPOINT=relay_after_seal", once, NULL};
+	const char *file = once + strlen("CRASHPOINT_ONCE_FILE=");
+
+	memset(&f, 0, sizeof(f));
+	snprintf(once, sizeof(once), "CRASHPOINT_ONCE_FILE=/tmp/crash_relay_%d", (int)getpid());
+	unlink(file);
+	start_relaying(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
+	enqueue_mix(&f, "kill", 12);
+	ck_assert(wait_terminal(&f, 90000));
+	wait_published(&f, 60000);
+	ck_assert_msg(access(file, F_OK) == 0, "crash point relay_after_seal never reached");
+	snprintf(dump, sizeof(dump), "%s/events.jsonl", f.h.dir);
+	compare_topic(&f, dump);
+	audit_clean(&f);
+	unlink(file);
+	stop(&f);
+}
+END_TEST
+
+/* A row changed after it was sealed, then the newest link cut off: --verify says so. */
+START_TEST(test_tampering_is_found)
+{
+	struct fixture f;
+	json_t *a = NULL;
+	int rc;
+
+	memset(&f, 0, sizeof(f));
+	start_relaying(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	enqueue_mix(&f, "t", 6);
+	ck_assert(wait_terminal(&f, 60000));
+	wait_published(&f, 60000);
+	ph_stop_clean(&f.h);
+	audit_clean(&f);
+	pgtest_exec(f.c,
+		    "UPDATE outbox.events SET body = body || '{\"amount\": \"999\"}' WHERE id = "
+		    "(SELECT min(id) FROM outbox.events WHERE op_id IS NOT NULL)");
+	rc = audit(&f, "--verify", &a);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_int_gt(
+		json_integer_value(json_object_get(json_object_get(a, "verify"), "broken")), 0);
+	ck_assert_ptr_nonnull(strstr(
+		json_string_value(json_object_get(json_object_get(a, "verify"), "first_problem")),
+		"does not hash"));
+	json_decref(a);
+	/* undo it, then cut the newest link of a chain off the table */
+	pgtest_exec(f.c,
+		    "UPDATE outbox.events SET body = body - 'amount' WHERE id = (SELECT min(id) "
+		    "FROM outbox.events WHERE op_id IS NOT NULL)");
+	pgtest_exec(f.c, "DELETE FROM outbox.events WHERE id = (SELECT max(id) FROM outbox.events "
+			 "WHERE chain LIKE 'vshard:%')");
+	rc = audit(&f, "--verify", &a);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_ptr_nonnull(strstr(
+		json_string_value(json_object_get(json_object_get(a, "verify"), "first_problem")),
+		"recorded head"));
+	json_decref(a);
+	stop(&f);
+}
+END_TEST
+
+static Suite *event_relay_suite(void)
+{
+	Suite *s = suite_create("event_relay");
+	TCase *tc;
+
+	dh_add_case(s, "every_transition", test_every_transition_on_the_topic, 200);
+	tc = tcase_create("broker_outage");
+	tcase_set_timeout(tc, 300);
+	tcase_add_unchecked_fixture(tc, kafkatest_restart_guard_setup,
+				    kafkatest_restart_guard_teardown);
+	tcase_add_test(tc, test_broker_outage);
+	suite_add_tcase(s, tc);
+	dh_add_case(s, "killed_between_seal_and_delivery", test_killed_between_seal_and_delivery,
+		    200);
+	dh_add_case(s, "tampering", test_tampering_is_found, 200);
+	return s;
+}
+
+OUTBOX_CHECK_MAIN(event_relay_suite)
