@@ -13,7 +13,11 @@
 #   6. watches every op to a terminal status, then shows one op's event
 #      trail, `outboxctl stats` and `outboxctl fee`, and checks with the
 #      sim's /debug/executions that each confirmed op executed exactly once;
-#   7. stops outboxd with SIGTERM (it drains, exits 0) and the sim, cleans up.
+#   7. relays every lifecycle event to Kafka (the broker of OUTBOX_KAFKA_BROKERS,
+#      else the one ops/kafka.sh runs on 127.0.0.1:9092, else one it starts
+#      for itself with ops/kafka.sh and stops at the end) and checks the topic
+#      with `outboxctl audit --verify`; OUTBOX_DEMO_KAFKA=0 leaves Kafka out;
+#   8. stops outboxd with SIGTERM (it drains, exits 0) and the sim, cleans up.
 #
 # Exits 0 when all of that happened as described, non-zero with a message
 # saying what did not (OUTBOX_DEMO_TIMEOUT seconds, default 60, for the ops).
@@ -71,6 +75,7 @@ PG_ENSURED=0
 ADMIN=""
 SIM_PID=""
 OUTBOXD_PID=""
+KAFKA_STARTED=""
 
 cleanup() {
 	local rc=$?
@@ -84,6 +89,9 @@ cleanup() {
 		wait "$SIM_PID" 2>/dev/null
 	fi
 	rm -f "/dev/shm/outboxd-$INSTANCE"
+	if [[ -n $KAFKA_STARTED ]]; then
+		bash "$ROOT/ops/kafka.sh" stop --port "$KAFKA_STARTED" --data "$TMP/kafka" >/dev/null 2>&1
+	fi
 	if ((rc != 0)); then
 		for f in outboxd.log sim.log; do
 			[[ -s $TMP/$f ]] || continue
@@ -113,7 +121,7 @@ if [[ -z ${OUTBOX_BUILD_DIR:-} ]]; then
 	cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$TMP/build.log" 2>&1 ||
 		{ tail -n 30 "$TMP/build.log" >&2; die "cmake configure failed$(missing_hint)"; }
 	if ! cmake --build "$B" -j"${OUTBOX_BUILD_JOBS:-2}" --target outboxd outboxctl stellar-sim \
-		>"$TMP/build.log" 2>&1; then
+		kafka-topic >"$TMP/build.log" 2>&1; then
 		tail -n 30 "$TMP/build.log" >&2
 		die "the build failed$(missing_hint)"
 	fi
@@ -122,6 +130,36 @@ fi
 for bin in outboxd outboxctl stellar-sim; do
 	[[ -x $B/$bin ]] || die "$B/$bin is missing (build it, or unset OUTBOX_BUILD_DIR)"
 done
+
+# ---------------------------------------------------------------- Kafka
+# The events' broker: the caller's, a running ops/kafka.sh broker, or our own.
+KAFKA=""
+TOPIC=outbox.demo.$$
+if [[ ${OUTBOX_DEMO_KAFKA:-1} != 0 ]]; then
+	say "kafka"
+	if [[ -n ${OUTBOX_KAFKA_BROKERS:-} ]]; then
+		KAFKA=$OUTBOX_KAFKA_BROKERS
+		info "using OUTBOX_KAFKA_BROKERS=$KAFKA"
+	elif bash ops/kafka.sh status >/dev/null 2>&1; then
+		KAFKA=127.0.0.1:9092
+		info "using the broker ops/kafka.sh runs on $KAFKA"
+	else
+		port=9392
+		while [[ -n $(ss -Hltn "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null) ]]; do
+			port=$((port + 100))
+			((port < 12000)) || die "no free port pair for a Kafka broker"
+		done
+		info "starting a broker of its own (ops/kafka.sh, port $port; the first run fetches its jars)"
+		bash ops/kafka.sh start --port "$port" --data "$TMP/kafka" >"$TMP/kafka.log" 2>&1 ||
+			{ tail -n 20 "$TMP/kafka.log" >&2; die "the Kafka broker did not start (OUTBOX_DEMO_KAFKA=0 runs without it)"; }
+		KAFKA_STARTED=$port
+		KAFKA=127.0.0.1:$port
+	fi
+	[[ -x $B/kafka-topic ]] || die "$B/kafka-topic is missing (build it, or unset OUTBOX_BUILD_DIR)"
+	"$B/kafka-topic" "$KAFKA" "$TOPIC" 4 >"$TMP/topic.log" 2>&1 ||
+		{ cat "$TMP/topic.log" >&2; die "cannot create topic $TOPIC on $KAFKA"; }
+	info "topic $TOPIC (4 partitions) on $KAFKA"
+fi
 
 # ---------------------------------------------------------------- 2. database
 # conninfo for database $1 on the server of URL/conninfo $2
@@ -263,6 +301,8 @@ env -u OUTBOX_CONFIG_FILE \
 	"OUTBOX_BACKOFF_MAX_MS=1000" \
 	"FEE_ORACLE_POLL_MS=500" \
 	"FEE_ORACLE_TTL_MS=2000" \
+	"OUTBOX_KAFKA_BROKERS=$KAFKA" \
+	"OUTBOX_KAFKA_TOPIC=$TOPIC" \
 	setsid "$B/outboxd" >"$TMP/outboxd.log" 2>&1 &
 OUTBOXD_PID=$!
 up=0
@@ -401,7 +441,23 @@ st=$(curl -fsS "$SIM/debug/state") || die "cannot read $SIM/debug/state"
 bal() { jq -r --arg a "$1" '(.balances[$a] // "0") | tonumber / 10000000 | tostring' <<<"$st"; }
 info "balances now: alice $(bal "$ALICE") XLM, bob $(bal "$BOB") XLM, carol $(bal "$CAROL") XLM (fees are paid by the signers)"
 
-# ---------------------------------------------------------------- 7. stop
+# ---------------------------------------------------------------- 7. Kafka
+if [[ -n $KAFKA ]]; then
+	say "lifecycle events on Kafka: every row of outbox.events, checked by outboxctl audit --verify"
+	for _ in $(seq 300); do
+		left=$(sql -c "SELECT count(*) FROM outbox.events WHERE published_at IS NULL")
+		((left == 0)) && break
+		sleep 0.1
+	done
+	((left == 0)) || die "$left events still not published to Kafka after 30 s"
+	info "$(sql -c "SELECT count(*) FROM outbox.events") events published (each role relays the chains it owns)"
+	audit_rc=0
+	"$B/outboxctl" audit --verify --brokers "$KAFKA" --topic "$TOPIC" >"$TMP/audit.txt" 2>&1 || audit_rc=$?
+	sed 's/^/   /' "$TMP/audit.txt"
+	((audit_rc == 0)) || die "outboxctl audit found problems (exit $audit_rc)"
+fi
+
+# ---------------------------------------------------------------- 8. stop
 say "stopping: SIGTERM to outboxd (drain), then stellar-sim"
 kill -TERM "$OUTBOXD_PID"
 for _ in $(seq 150); do
