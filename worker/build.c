@@ -11,8 +11,12 @@
  * the op goes back to PENDING with backoff (the try counts) or, after
  * OUTBOX_MAX_ATTEMPTS tries, FAILED.
  *
- * Bounds: maxTime is WORKER_MIN_HORIZON_S past the chain's clock (the newest
- * close time known, or ours if that is later), and maxLedger is chosen so it
+ * Bounds: maxTime is horizon_s() past the chain's clock (the newest close
+ * time known, or ours if that is later): long enough for every fee bump
+ * (one each OUTBOX_SUBMITTED_TIMEOUT_MS, at most OUTBOX_FEE_BUMP_MAX_ATTEMPTS)
+ * and a last chance after the last one, since a bump only wraps the same
+ * inner transaction and so ends with it. The price of a long horizon: a
+ * transaction that never lands is proven dead only after it. maxLedger is chosen so it
  * never ends the transaction's validity before maxTime does (close times
  * rise at least one second per ledger): the ledger bound exists so that its
  * death can be proven by comparing ledger numbers alone (common/fate.h).
@@ -105,6 +109,15 @@ static void record(struct job *j)
 		leases_resync(w, j->vshard, "postgresql unavailable");
 }
 
+/* Seconds of validity a transaction gets (see the top of this file), at most a day. */
+static int64_t horizon_s(const struct outbox_config *c)
+{
+	int64_t per_bump = (c->submitted_timeout_ms + 999) / 1000;
+	int64_t h = per_bump * (c->fee_bump_max_attempts + 1) + WORKER_MIN_HORIZON_S;
+
+	return h > 86400 ? 86400 : h;
+}
+
 /* The inner transaction's sequence number and bounds, from the chain's clock. */
 static void choose_bounds(struct job *j)
 {
@@ -113,7 +126,7 @@ static void choose_bounds(struct job *j)
 	const struct chain_mark *m = w->n_marks ? &w->marks[w->n_marks - 1] : NULL;
 	int64_t close = m ? m->close : 0, span;
 
-	j->tx.max_time = (close > now_s ? close : now_s) + WORKER_MIN_HORIZON_S;
+	j->tx.max_time = (close > now_s ? close : now_s) + horizon_s(w->cfg);
 	/* measured from the newest close time known (of a ledger <= chain_ledger): never shorter */
 	span = j->tx.max_time - (close ? close : now_s);
 	if (span > 86400)
