@@ -208,6 +208,8 @@ START_TEST(test_dispatch_chaos)
 	ck_assert_msg(wait_terminal(&f, 150000), "ops still open after chaos: %lld", open_ops(&f));
 	ck_assert_int_gt(kills, 0);
 	ck_assert_int_gt(freezes, 0);
+	printf("{\"test\":\"chaos\",\"ops\":2000,\"kills\":%d,\"freezes\":%d}\n", kills,
+	       freezes);
 	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
 					    "'CONFIRMED'"),
 			 2000);

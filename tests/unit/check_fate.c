@@ -16,6 +16,7 @@
 #include "common/fate.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tests/support/check_main.h"
@@ -186,6 +187,9 @@ START_TEST(test_fate_sound_and_live_in_every_small_world)
 								worlds++;
 								facts_of(&tx, &w, &t);
 							}
+	printf("{\"test\":\"fate_model\",\"worlds\":%ld,\"verdicts\":%ld,\"dead\":%ld,"
+	       "\"landed\":%ld,\"consumed\":%ld,\"held\":%ld}\n",
+	       worlds, t.verdicts, t.dead, t.landed, t.consumed, t.held);
 	/* the enumeration reaches every verdict, so the checks above bite */
 	ck_assert_int_gt(worlds, 1000);
 	ck_assert_int_gt(t.dead, 1000);
