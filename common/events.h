@@ -5,7 +5,8 @@
  *
  * The event stream (schema/0009_event_relay.sql, common/relay.h):
  *   - every lifecycle transition of an op is a row of outbox.events, written
- *     in the transaction that made it; the oracle adds FEE_SNAPSHOT rows;
+ *     in the transaction that made it; an oracle that relays (with
+ *     OUTBOX_KAFKA_BROKERS set) adds FEE_SNAPSHOT rows;
  *   - the one writer of a chain seals its rows in order: each vshard's op
  *     events form the chain "vshard:<v>" (sealed by the worker holding the
  *     vshard's lease), an oracle's fee events the chain "oracle:<instance>";

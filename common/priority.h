@@ -5,7 +5,9 @@
  * then id. Nothing else enters the comparison, so no amount of NORMAL or LOW
  * work can sort ahead of a CRITICAL op: starvation of CRITICAL is impossible
  * by construction. The numeric priority values are the ones stored in
- * outbox.ops.priority, where the claim index sorts by them.
+ * outbox.ops.priority, by which ops_signer_pending_idx orders a signer's
+ * PENDING ops (schema/0004_dispatch.sql; schema/README.md, Conventions
+ * other code relies on).
  */
 #ifndef OUTBOX_COMMON_PRIORITY_H
 #define OUTBOX_COMMON_PRIORITY_H

@@ -3,8 +3,9 @@
  * hysteresis and dwell, capacity usage, and fee clamping. No I/O, no clock:
  * every input (including "now") is an argument, so tests script sequences.
  *
- * Signals (stellar-protocol.md 4.2 and 4.9), both from getFeeStats' Soroban
- * lane (outboxd only submits vault-contract invocations):
+ * Signals (common/stellar/README.md, Fees; oracle/README.md, Fees), both
+ * from getFeeStats' Soroban lane (outboxd only submits vault-contract
+ * invocations):
  *	usage  = (transactionCount / ledgerCount) / FEE_ORACLE_LEDGER_MAX_TX,
  *	         capped at 1, in ppm (0 when the window is empty);
  *	spread = p95 / max(min, 1), in thousandths (1000 = flat distribution;

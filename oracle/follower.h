@@ -10,8 +10,9 @@
  * following that hash confirms a SUCCESS from the hint alone, without its
  * own getTransaction (so confirmation survives a failing getTransaction),
  * and polls at once for a FAILED one (it needs the result code). A worker
- * that died is replaced, and its successor's reconcile adopts the op anyway. Hints are only hints: a
- * dropped one (full ring, follower down) costs latency, never an op.
+ * that died is replaced, and its successor's reconcile adopts the op
+ * anyway. Hints are only hints: a dropped one (full ring, follower down)
+ * costs latency, never an op.
  *
  * One getTransactions call and one PostgreSQL query at a time, both
  * non-blocking in the oracle's epoll loop: PostgreSQL goes through

@@ -1,14 +1,15 @@
 /*
  * oracle_main.c - the fee oracle process: one event loop (common/loop.h)
  * whose timer fires every FEE_ORACLE_POLL_MS (the first round at once), plus
- * the RPC client's fd (curl multi sockets behind one epoll fd) and the
- * ledger follower's PostgreSQL socket, with a timeout of at most
- * ORACLE_TICK_MS so the heartbeat never stops and curl's own timers are
- * honoured. Nothing in the loop blocks: the RPC client and the follower's
- * PostgreSQL connection (common/pgq.h) are both non-blocking, so a silent
- * RPC node or database server costs the oracle neither its heartbeat nor
- * its fee snapshots. The oracle is the only writer of the fee snapshot; it
- * is not a QSBR reader.
+ * the RPC client's fd (curl multi sockets behind one epoll fd), the
+ * ledger follower's PostgreSQL socket and, with OUTBOX_KAFKA_BROKERS set,
+ * the fds of the relay of its FEE_SNAPSHOT events (common/relay.h), with a
+ * timeout of at most ORACLE_TICK_MS so the heartbeat never stops and curl's
+ * own timers are honoured. Nothing in the loop blocks: the RPC client, the
+ * follower's PostgreSQL connection (common/pgq.h) and the relay are all
+ * non-blocking, so a silent RPC node, database server or broker costs the
+ * oracle neither its heartbeat nor its fee snapshots. The oracle is the
+ * only writer of the fee snapshot; it is not a QSBR reader.
  */
 #include "oracle/oracle_main.h"
 

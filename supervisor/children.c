@@ -1,7 +1,7 @@
 /*
  * children.c - the child table: spawn, reap, restart backoff, watchdog.
  *
- * Policy (B6 in processes-and-style.md):
+ * Policy (supervisor/README.md, The loop):
  *	- exit 2: configuration fatal; never restarted, the group shuts down;
  *	- any other exit or death by signal: restarted, the first time at once,
  *	  then after 100 ms, 200 ms, ... capped at OUTBOX_RESTART_BACKOFF_MAX_MS,

@@ -8,11 +8,13 @@
  * Exit codes: 0 clean stop, 1 failure, 2 bad configuration / instance
  * already running / a child that cannot run with this configuration.
  *
- * Start-up order (B2): configuration, keys file check, instance lock (a
- * second supervisor, or a leftover child of a dead one, makes us refuse),
- * unlink any stale segment (safe: we hold the lock), create the segment
- * (0600, state INIT), doorbell eventfds and the death pipe, READY, fork the
- * oracle then the workers. The supervisor never talks to Stellar, Kafka,
+ * Start-up order (supervisor/README.md, Start-up; common/shm/README.md,
+ * Life of a segment): configuration, keys file check, signals blocked and
+ * read from a signalfd, instance lock (a second supervisor, or a leftover
+ * child of a dead one, makes us refuse), unlink any stale segment (safe: we
+ * hold the lock), create the segment (0600, state INIT), doorbell eventfds
+ * and the death pipe, READY, then fork the roles of the role table
+ * (roles.c) in its order: the oracle, then the workers. The supervisor never talks to Stellar, Kafka,
  * PostgreSQL or HTTP; it watches, restarts and drains.
  *
  * Shutdown: drain (signals.c), state DEAD, shm_unlink, release the lock.

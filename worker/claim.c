@@ -22,10 +22,11 @@
  * no NOTIFY (it would serialize every enqueue commit on PostgreSQL's
  * notify lock), so a busy worker polls, while an idle PostgreSQL sees one
  * cheap query per sweep and worker. Claims run on the control connection,
- * never queued behind job writes. bench_dispatch measured enqueue-to-claim
- * p50/p99 of 10/28 ms with a 5 ms busy poll (the enqueue's own commit is
- * part of that), against 10/83 ms (p99 639 ms once the sweep was the only
- * trigger left) when only a claim that found rows re-polled.
+ * never queued behind job writes. The poll runs every WORKER_LANE_POLL_MS
+ * until WORKER_BUSY_MS after the last claim that found work, through empty
+ * claims too: re-polling only after a claim that returned rows would leave
+ * work enqueued just after an empty claim to the sweep (the figures: the
+ * top-level README.md, Benchmarks).
  */
 #include "worker/worker.h"
 

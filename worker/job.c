@@ -3,8 +3,8 @@
  * (reconcile.c), driven by jobs_tick, ended by exactly one final write about
  * its op, or dropped when its vshard is abandoned.
  *
- * Every write is fenced (job_sql adds owner, vshard and lease epoch as
- * $1..$3) and goes through the vshard's data connection. A final write that
+ * Every write is fenced (job_sql, worker.h) and goes through the vshard's
+ * data connection. A final write that
  * commits ends the job (on_finished); one that fails leaves the op as
  * PostgreSQL has it and the vshard is reconciled again, because only
  * PostgreSQL knows what happened (leases_write_failed).

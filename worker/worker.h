@@ -10,6 +10,7 @@
  *	follow.c       send, re-send, fee-bump, follow and prove the fate
  *	job.c          a job's life: fenced SQL, the final write, the end
  *	common/pgq.c   PostgreSQL, group-committed
+ *	common/relay.c the leased vshards' events to Kafka (OUTBOX_KAFKA_BROKERS)
  *
  * One thread, one epoll loop. Every step of a job is asynchronous and a job
  * has at most one call outstanding (job->busy), so its life is a sequence of
@@ -69,8 +70,8 @@
  * vshard's data connection (worker_pg), so they keep the FIFO order they
  * would have on a single connection, while other vshards' writes do not
  * queue behind them, and queued job writes share commits (common/pgq.h, group
- * commit). Four: one for control, three commit queues (README, Dispatch
- * performance).
+ * commit). Four: one for control, three commit queues (the top-level
+ * README.md, Benchmarks, Dispatch performance).
  */
 #define WORKER_PG_CONNS 4
 /*

@@ -6,10 +6,13 @@
  * hint missed, backoff timers included) with the worker's own fds: the ring
  * doorbell (hints from other roles: a wake-up claims at once), the
  * WORKER_PG_CONNS PostgreSQL connections (common/pgq.h; see worker.h for
- * which statement goes where) and the RPC client's fd (rpc.h). Every turn:
- * QSBR quiescent point, fee view for this turn, heartbeat; reconnect
- * PostgreSQL when due; renew and acquire leases (leases.c); claim when asked
- * (claim.c); run due jobs (job.c, build.c, follow.c).
+ * which statement goes where), the RPC client's fd (rpc.h) and, with
+ * OUTBOX_KAFKA_BROKERS set, the event relay's PostgreSQL socket and Kafka
+ * fd (common/relay.h). Every turn: QSBR quiescent point, fee view for this
+ * turn, heartbeat; reconnect PostgreSQL when due; renew and acquire leases
+ * (leases.c); claim when asked (claim.c); run due jobs (job.c, build.c,
+ * follow.c); hand the relay the leases held, whose vshards' events it seals
+ * and produces.
  *
  * Wake-up: the worker LISTENs on outbox_wake on its connection 0 (the
  * CRITICAL-only NOTIFY of schema/0003_wakeup.sql); NORMAL/LOW work is found

@@ -2,8 +2,8 @@
  * check_kafka.c - the Kafka plumbing against the real single-node broker of
  * ops/kafka.sh (ops/test.sh starts it; OUTBOX_KAFKA_BROKERS says where).
  *
- * What a relay of outboxd's events will rely on, with the producer settings
- * it will use (enable.idempotence=true, acks=all):
+ * What the event relay (common/relay.h) relies on, with an idempotent
+ * producer as the relay's (enable.idempotence=true, which implies acks=all):
  *
  * - produce_consume: 16 keys x 125 messages, interleaved, into a fresh
  *   4-partition topic; every delivery report is a success, in produce order
