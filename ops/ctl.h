@@ -26,6 +26,7 @@ int ctl_tx(int argc, char **argv);
 int ctl_stats(int argc, char **argv);
 int ctl_fee(int argc, char **argv);
 int ctl_audit(int argc, char **argv);
+int ctl_top(int argc, char **argv);
 
 /*
  * Shared by stats and fee (ctl_stats.c): parse [--json] [--instance NAME]
@@ -43,5 +44,12 @@ bool ctl_shm_restarted(const struct ctl_shm_opts *o);
 /* The fee snapshot as JSON (the `fee --json` keys); *stale when old or absent. */
 json_t *ctl_fee_json(const struct shm_segment *seg, bool *stale);
 void ctl_fee_print_text(json_t *fee);
+/*
+ * Everything `stats --json` shows, as one JSON document (processes with
+ * their non-zero counters and gauges, totals of every counter, the fee
+ * snapshot); *degraded set when the supervisor, a child or the snapshot is
+ * unhealthy. The caller checks ctl_shm_restarted() afterwards.
+ */
+json_t *ctl_stats_collect(const struct ctl_shm_opts *o, bool *degraded);
 
 #endif

@@ -10,7 +10,8 @@
  * restarted while we read (instance_id changed), the read is done once more.
  *
  * Also home of ctl_shm_open(), the option parsing and attach shared with
- * `outboxctl fee` (ctl.h).
+ * `outboxctl fee`, and of ctl_stats_collect(), which `outboxctl top` samples
+ * (ctl.h).
  *
  * Exit codes: 0 ok; 1 degraded (supervisor heartbeat older than 3 s, a
  * child not running, or a stale/missing fee snapshot); 2 usage error or no
@@ -134,8 +135,7 @@ static json_t *metrics_json(const struct shm_stats_block *b)
 	return o;
 }
 
-/* Everything stats shows, as one JSON document; *degraded set when unhealthy. */
-static json_t *collect(const struct ctl_shm_opts *o, bool *degraded)
+json_t *ctl_stats_collect(const struct ctl_shm_opts *o, bool *degraded)
 {
 	const struct shm_segment *seg = &o->seg;
 	uint64_t now = mono_ns();
@@ -238,7 +238,7 @@ int ctl_stats(int argc, char **argv)
 	if (rc)
 		return rc;
 	for (int attempt = 0; attempt < 2; attempt++) {
-		doc = collect(&o, &degraded);
+		doc = ctl_stats_collect(&o, &degraded);
 		if (!ctl_shm_restarted(&o))
 			break;
 		json_decref(doc);

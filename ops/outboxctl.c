@@ -13,7 +13,11 @@ static const struct ctl_command commands[] = {
 	{"tx", ctl_tx, "decode a base64 transaction envelope to JSON (tx decode)"},
 	{"stats", ctl_stats, "process table, counters and fee snapshot of a running instance"},
 	{"fee", ctl_fee, "the current fee snapshot of a running instance and its age"},
-	{"audit", ctl_audit, "read the event topic and check every op's history and chain (--verify: against the table too)"},
+	{"top", ctl_top,
+	 "live full-screen view of a running instance (q quits; --once for one frame)"},
+	{"audit", ctl_audit,
+	 "read the event topic and check every op's history and chain (--verify: against the table "
+	 "too)"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

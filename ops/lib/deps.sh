@@ -10,7 +10,7 @@ OUTBOX_DEB_PACKAGES=(
 	libcurl4-openssl-dev libjansson-dev libsodium-dev librdkafka-dev
 	check libsubunit-dev libmicrohttpd-dev libhiredis-dev
 	clang libclang-rt-dev clang-format
-	python3 curl jq procps iproute2 wrk
+	python3 curl jq procps iproute2 wrk tmux
 )
 # libclang-rt-dev is Debian's unversioned name for the sanitizer and libFuzzer
 # runtime of the default clang (14 on Debian 12, 19 on Debian 13).
