@@ -24,3 +24,14 @@ set_tests_properties(check_kafka PROPERTIES RESOURCE_LOCK kafka_broker)
 outbox_suite(check_event_relay LIBS outbox_testsupport outbox_stellar
 	DEPENDS outboxd outboxctl stellar-sim TIMEOUT 900)
 set_tests_properties(check_event_relay PROPERTIES RESOURCE_LOCK kafka_broker)
+
+# bench_relay (tests/bench/relay.c): events/s the relay sustains to the
+# broker and the lag from commit to acknowledgement; built into the build
+# root, not a ctest (benchmarks never assert on timings). It creates its
+# topic with kafka-topic, found next to it.
+# Run: OUTBOX_PG_BASE=... OUTBOX_KAFKA_BROKERS=127.0.0.1:9092 ./bench_relay
+add_executable(bench_relay ${CMAKE_CURRENT_SOURCE_DIR}/bench/relay.c)
+target_link_libraries(bench_relay PRIVATE ${OUTBOX_TEST_LIBS} PkgConfig::RDKAFKA
+	PkgConfig::JANSSON Threads::Threads)
+set_target_properties(bench_relay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+add_dependencies(bench_relay kafka-topic)
