@@ -1,0 +1,93 @@
+# shellcheck shell=bash
+# ops/demo/full.sh - sourced by ops/demo.sh: the product at work. A funded
+# population, outboxd with 4 workers, the load driver (outbox-demo-load)
+# for DURATION seconds at RATE intents/s with the fault scenario
+# (scenario.sh) running beside it, then the summary (outbox-demo-report).
+
+N_CUSTOMERS=40
+N_AGENTS=4
+LEDGER_CAPACITY=20 # transactions per ledger in the sim; the oracle's FEE_ORACLE_LEDGER_MAX_TX
+
+# Each signer has one transaction in flight at a time (the network's rule),
+# about one op a second with 0.5 s ledgers: twice the rate leaves headroom
+# for the congestion phase.
+full_signers() { awk -v r="$RATE" 'BEGIN { n = int(r * 2 + 0.999); print (n < 8 ? 8 : n > 200 ? 200 : n) }'; }
+
+full_population() {
+	say "stellar-sim: a local Stellar network, one ledger every 0.5 s, $LEDGER_CAPACITY transactions per ledger"
+	setup_sim --ledger-ms 500 --ledger-capacity "$LEDGER_CAPACITY" --fee-window-soroban 10
+	local ns keys i seeds=() p=$TMP/population
+	ns=$(full_signers)
+	mapfile -t keys < <(keygen $((ns + N_CUSTOMERS)))
+	((${#keys[@]} == ns + N_CUSTOMERS)) || die "key generation failed"
+	for ((i = 0; i < ns; i++)); do seeds+=("${keys[i]% *}"); done
+	write_keys "${seeds[@]}"
+	{
+		echo "# the demo's population for outbox-demo-load"
+		for ((i = 0; i < ns; i++)); do echo "signer ${keys[i]#* }"; done
+		for ((i = 0; i < N_CUSTOMERS; i++)); do
+			printf 'customer user-%02d %s %s\n' $((i + 1)) "${keys[ns + i]#* }" $(((5000 + RANDOM % 15000) * XLM))
+		done
+		for ((i = 1; i <= N_AGENTS; i++)); do echo "agent agent-$i"; done
+	} >"$p"
+	{
+		awk '$1 == "signer" { printf "{\"id\": \"%s\", \"seq\": \"%d\", \"balance\": \"%d\"}\n", $2, NR * 1000, 1000000 * 10000000 }' "$p"
+		awk '$1 == "customer" { printf "{\"id\": \"%s\", \"seq\": \"%d\", \"balance\": \"%s\"}\n", $3, NR * 1000, $4 }' "$p"
+	} | fund
+	info "$ns signer seeds generated into $TMP/keys (mode 0600); each signer funded with 1000000 XLM"
+	info "$N_CUSTOMERS customers funded with 5000..20000 XLM each; $N_AGENTS liquidity agents"
+	sql -f "$ROOT/ops/demo/app.sql" >/dev/null || die "cannot create the application's tables (ops/demo/app.sql)"
+	info "the application's tables: app.payments (its business rows) + a trigger mirroring each outcome onto them"
+}
+
+# The demo's outboxd: the seed's behaviour on a fast clock (README, Configuration).
+full_outboxd() {
+	say "outboxd: supervisor + fee oracle + 4 workers (log: $TMP/outboxd.log)"
+	start_outboxd OUTBOX_WORKERS=4 OUTBOX_DISPATCH_INTERVAL_MS=200 \
+		OUTBOX_BACKOFF_BASE_MS=200 OUTBOX_BACKOFF_MAX_MS=2000 \
+		OUTBOX_SUBMITTED_TIMEOUT_MS=3000 \
+		OUTBOX_LOW_DEFER_MS=2000 OUTBOX_LOW_MAX_DEFER_MS=12000 \
+		FEE_ORACLE_POLL_MS=500 FEE_ORACLE_TTL_MS=2000 FEE_ORACLE_DWELL_MS=2000 \
+		FEE_ORACLE_LEDGER_MAX_TX="$LEDGER_CAPACITY"
+	info "fast clock for the demo: fee bump after 3 s in SUBMITTED, LOW deferred 2 s at a time (12 s at most)"
+	info "while it runs, in another terminal: OUTBOX_INSTANCE=$INSTANCE OUTBOX_DATABASE_URL='$DB_URL' $B/outboxctl top"
+}
+
+# The load in the background and waited for, so Ctrl-C is handled at once
+# (bash runs a trap only once the foreground command ends).
+full_load() {
+	say "load: $RATE intents/s for ${DURATION}s, then until every op settles (a line a second)"
+	scenario_run &
+	BG_PIDS+=($!)
+	"$B/outbox-demo-load" --population "$TMP/population" --rate "$RATE" --duration "$DURATION" \
+		--drain-timeout "$DRAIN" --instance "$INSTANCE" 2>"$TMP/load.err" &
+	local load=$! rc=0
+	BG_PIDS+=("$load")
+	wait "$load" || rc=$?
+	cat "$TMP/load.err" >&2
+	((rc == 0)) || die "the load driver failed (exit $rc)"
+	wait "${BG_PIDS[0]}" || die "the fault scenario failed"
+	BG_PIDS=()
+}
+
+full_report() {
+	say "summary"
+	local rc=0
+	"$B/outbox-demo-report" --db "$DB_URL" || rc=$?
+	((rc == 0)) || die "the run's outcome is not what it should be (above)"
+}
+
+full_run() {
+	full_population
+	full_outboxd
+	full_load
+	full_report
+	exactly_once
+}
+
+closing_words() {
+	say "next"
+	info "watch a longer run live: ops/demo.sh --duration 600 & then, in another terminal,"
+	info "  OUTBOX_INSTANCE=<the instance it prints> build/outboxctl top   (processes, rates, fees, queue depth)"
+	info "more load: ops/demo.sh --rate 30; the pieces: ops/demo/ (README.md, ops/README.md)"
+}
