@@ -73,21 +73,37 @@ void chart_bars(FILE *out, const double *v, const double *marks, int n, int heig
 	}
 }
 
+/*
+ * Columns between ticks: a round number of seconds (10 s, 20 s, 30 s, ...)
+ * that is a whole number of buckets and leaves room for its label.
+ */
+static int tick_every(double bucket_s)
+{
+	static const int steps[] = {10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600};
+
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		double cols = steps[i] / bucket_s;
+
+		if (cols >= 6 && cols == floor(cols))
+			return (int)cols;
+	}
+	return 10;
+}
+
 void chart_axis(FILE *out, int n, double bucket_s, bool utf8)
 {
-	int every = (int)lround(10.0 / bucket_s) > 0 ? (int)lround(10.0 / bucket_s) : 1;
+	int every = tick_every(bucket_s), col = 0;
 	char lab[32];
-	int col = 0;
 
 	fprintf(out, "   %*s %s", CHART_LABEL_W - 5, "", utf8 ? "\u2514" : "+");
 	for (int i = 0; i < n; i++)
 		fputs(i % every == 0 ? (utf8 ? "\u252c" : "+") : (utf8 ? "\u2500" : "-"), out);
 	fprintf(out, "\n%*s", CHART_LABEL_W, "");
-	/* labels start at their tick and never overlap the previous one */
+	/* each label starts at its tick, one blank at least after the previous one */
 	for (int i = 0; i < n; i += every) {
 		int len = snprintf(lab, sizeof(lab), "%.0fs", i * bucket_s);
 
-		if (col > i)
+		if (i > 0 && col >= i)
 			continue;
 		fprintf(out, "%*s%s", i - col, "", lab);
 		col = i + len;

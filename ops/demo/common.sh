@@ -18,7 +18,7 @@ elapsed() { printf '%5.1fs' "$(awk -v s="$DEMO_T0" -v n="$(date +%s.%N)" 'BEGIN{
 TMP=$(mktemp -d /tmp/outboxd-demo.XXXXXX)
 INSTANCE=demo_$$
 DB=outboxd_demo_$$
-export OUTBOX_DEMO_RUN=outboxd-demo-$$-$RANDOM
+export OUTBOX_DEMO_RUN=${OUTBOX_DEMO_RUN:-outboxd-demo-$$-$RANDOM}
 DB_CREATED=0
 PG_ENSURED=0
 ADMIN=""
@@ -67,7 +67,9 @@ cleanup() {
 			tail -n 15 "$TMP/$f" >&2
 		done
 	fi
-	if ((DB_CREATED)); then
+	if ((DB_CREATED)) && [[ ${OUTBOX_DEMO_KEEP_DB:-0} == 1 ]]; then
+		echo "demo: kept database $DB (OUTBOX_DEMO_KEEP_DB=1): psql '$DB_URL'" >&2
+	elif ((DB_CREATED)); then
 		if ((PG_ENSURED)); then
 			pg_drop_db "$DB"
 		else

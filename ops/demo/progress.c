@@ -57,7 +57,6 @@ static void read_fee(struct progress *p, struct progress_sample *s)
 
 static const char sample_sql[] =
 	"SELECT count(*) FILTER (WHERE status = 'PENDING'),"
-	"  count(*) FILTER (WHERE status = 'PENDING' AND next_attempt_at > now()),"
 	"  count(*) FILTER (WHERE status = 'SUBMITTED'),"
 	"  count(*) FILTER (WHERE status = 'CONFIRMED'),"
 	"  count(*) FILTER (WHERE status = 'FAILED'),"
@@ -70,18 +69,18 @@ static const char sample_sql[] =
 int progress_sample(struct progress *p, struct progress_sample *s)
 {
 	PGresult *r = PQexec(p->conn, sample_sql);
-	int64_t *f[9] = {&s->pending, &s->waiting,   &s->submitted, &s->confirmed, &s->failed,
+	int64_t *f[8] = {&s->pending, &s->submitted, &s->confirmed, &s->failed,
 			 &s->held,    &s->cancelled, &s->bumps,     &s->deferrals};
 
 	memset(s, 0, sizeof(*s));
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) != 9) {
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQnfields(r) != 8) {
 		fprintf(stderr, "outbox-demo-load: reading outbox.ops: %s",
 			PQresultStatus(r) == PGRES_TUPLES_OK ? "unexpected shape\n"
 							     : PQerrorMessage(p->conn));
 		PQclear(r);
 		return -1;
 	}
-	for (int i = 0; i < 9; i++)
+	for (int i = 0; i < 8; i++)
 		*f[i] = strtoll(PQgetvalue(r, 0, i), NULL, 10);
 	PQclear(r);
 	read_fee(p, s);
@@ -123,18 +122,18 @@ void progress_print(struct progress *p, FILE *out, const struct progress_sample 
 	char fee[32] = "-", cong[32] = "-";
 
 	if (p->lines++ % 20 == 0)
-		fprintf(out, "   %5s %6s %6s | %7s %7s %6s %9s %6s | %13s %-14s | %5s %5s\n", "t",
-			"enq/s", "conf/s", "pending", "(later)", "submit", "confirmed", "failed",
-			"fee rec/aggr", "congestion", "bumps", "defer");
+		fprintf(out, "   %5s %5s %6s %7s %6s %9s %6s %11s %-13s %5s %5s\n", "t", "enq/s",
+			"conf/s", "pending", "submit", "confirmed", "failed", "fee rec/agg",
+			"congestion", "bumps", "defer");
 	if (s->fee_ok) {
 		snprintf(fee, sizeof(fee), "%" PRIu64 "/%" PRIu64, s->recommended, s->aggressive);
 		snprintf(cong, sizeof(cong), "%-8s %4.2f", s->congestion, s->usage);
 	}
 	fprintf(out,
-		"   %4.0fs %6.1f %6.1f | %7" PRId64 " %7" PRId64 " %6" PRId64 " %9" PRId64
-		" %6" PRId64 " | %13s %-14s | %5" PRId64 " %5" PRId64 "%s\n",
-		(double)(now_ms - p->t0_ms) / 1000.0, enq_rate, conf_rate, s->pending, s->waiting,
-		s->submitted, s->confirmed, s->failed, fee, cong, s->bumps, s->deferrals,
+		"   %4.0fs %5.1f %6.1f %7" PRId64 " %6" PRId64 " %9" PRId64 " %6" PRId64
+		" %11s %-13s %5" PRId64 " %5" PRId64 "%s\n",
+		(double)(now_ms - p->t0_ms) / 1000.0, enq_rate, conf_rate, s->pending, s->submitted,
+		s->confirmed, s->failed, fee, cong, s->bumps, s->deferrals,
 		s->held ? "  HELD!" : "");
 	fflush(out);
 	p->last_ms = now_ms;

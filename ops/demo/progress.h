@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 struct progress_sample {
-	int64_t pending, waiting, submitted, confirmed, failed, held, cancelled;
+	int64_t pending, submitted, confirmed, failed, held, cancelled;
 	int64_t bumps, deferrals;
 	bool fee_ok; /* a snapshot was read */
 	uint64_t recommended, aggressive;

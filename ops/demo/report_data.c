@@ -5,11 +5,14 @@
  */
 #include "ops/demo/report.h"
 
+#include "common/stellar/xdr.h"
+#include "ops/demo/chart.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Run sql with the load's start as $1-free CTE "t0"; rows or NULL (reason on stderr). */
+/* Run sql, expecting rows of `fields` columns; NULL with the reason on stderr. */
 static PGresult *query(PGconn *conn, const char *what, const char *sql, int fields)
 {
 	PGresult *r = PQexec(conn, sql);
@@ -83,12 +86,9 @@ static int load_counts(PGconn *conn, struct report_data *d)
 		" count(*) FILTER (WHERE type = 'DEFERRED'),"
 		" count(DISTINCT op_id) FILTER (WHERE type = 'DEFERRED'),"
 		" count(*) FILTER (WHERE type = 'RETRY_SCHEDULED'),"
-		" (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY fee) FROM outbox.attempts"
-		"   WHERE outcome IN ('CONFIRMED', 'FAILED', 'LANDED')),"
-		" (SELECT max(fee) FROM outbox.attempts WHERE outcome IN ('CONFIRMED', 'FAILED', 'LANDED')),"
 		" " SINCE("(SELECT ended_at FROM demo.marks WHERE label = 'load' ORDER BY id LIMIT 1)")
 		" FROM outbox.events",
-		8);
+		6);
 
 	if (!r)
 		return -1;
@@ -97,9 +97,7 @@ static int load_counts(PGconn *conn, struct report_data *d)
 	d->deferrals = (int64_t)num(r, 0, 2);
 	d->deferred_ops = (int64_t)num(r, 0, 3);
 	d->retries = (int64_t)num(r, 0, 4);
-	d->fee_median = (int64_t)num(r, 0, 5);
-	d->fee_max = (int64_t)num(r, 0, 6);
-	d->load_end = num(r, 0, 7);
+	d->load_end = num(r, 0, 5);
 	PQclear(r);
 	return 0;
 }
@@ -178,11 +176,61 @@ static int load_samples(PGconn *conn, struct report_data *d)
 	return d->samples ? 0 : -1;
 }
 
+/*
+ * The inclusion part of a transaction's bid, per operation: its fee less the
+ * Soroban resource fee (a fixed cost, the same whatever the congestion);
+ * a fee bump counts as two operations. -1 when the envelope does not decode.
+ */
+static double inclusion_bid(const char *b64, struct xdr_envelope *env)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	uint8_t *raw = NULL;
+	size_t len;
+	double bid = -1;
+
+	if (!xdr_envelope_decode_b64(env, b64, strlen(b64), &raw, &len, &err)) {
+		bool bump = env->type == ENVELOPE_TYPE_TX_FEE_BUMP;
+		int64_t total = bump ? env->bump.fee : (int64_t)env->tx.fee;
+
+		bid = (double)(total - (env->tx.has_soroban ? env->tx.soroban.resource_fee : 0)) /
+		      (bump ? 2 : 1);
+	}
+	free(raw);
+	return bid;
+}
+
+/* The inclusion bids of the transactions that landed: median and highest. */
+static int load_bids(PGconn *conn, struct report_data *d)
+{
+	PGresult *r = query(conn, "outbox.attempts",
+			    "SELECT envelope_xdr FROM outbox.attempts"
+			    " WHERE outcome IN ('CONFIRMED', 'FAILED', 'LANDED')",
+			    1);
+	struct xdr_envelope *env = malloc(sizeof(*env));
+	double *bids = r ? calloc((size_t)PQntuples(r) + 1, sizeof(double)) : NULL;
+	size_t n = 0;
+
+	for (int i = 0; bids && env && i < PQntuples(r); i++) {
+		double b = inclusion_bid(PQgetvalue(r, i, 0), env);
+
+		if (b >= 0)
+			bids[n++] = b;
+	}
+	if (n)
+		qsort(bids, n, sizeof(double), chart_cmp_double);
+	d->fee_median = (int64_t)chart_pctl(bids, n, 0.5);
+	d->fee_max = n ? (int64_t)bids[n - 1] : 0;
+	free(bids);
+	free(env);
+	PQclear(r);
+	return r ? 0 : -1;
+}
+
 int report_load(PGconn *conn, struct report_data *d)
 {
 	memset(d, 0, sizeof(*d));
 	if (load_ops(conn, d) || load_counts(conn, d) || load_rows(conn, d) ||
-	    load_marks(conn, d) || load_samples(conn, d))
+	    load_marks(conn, d) || load_samples(conn, d) || load_bids(conn, d))
 		return -1;
 	if (d->load_end < 0) {
 		fprintf(stderr, "outbox-demo-report: no finished load in demo.marks (did "

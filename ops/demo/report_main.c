@@ -41,7 +41,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: outbox-demo-report [--db URL] [--width N] [--ascii]\n"
 			"  --db URL   the demo's database (default: OUTBOX_DATABASE_URL)\n"
-			"  --width N  chart columns, 20..200 (default 60)\n"
+			"  --width N  chart columns, 20..200 (default 72)\n"
 			"  --ascii    plain ASCII charts (default: blocks when the locale is UTF-8)\n");
 	return 2;
 }
@@ -50,7 +50,7 @@ static int parse(int argc, char **argv, struct opts *o)
 {
 	setlocale(LC_ALL, "");
 	*o = (struct opts){.db = getenv("OUTBOX_DATABASE_URL"),
-			   .width = 60,
+			   .width = 72,
 			   .utf8 = !strcasecmp(nl_langinfo(CODESET), "UTF-8")};
 	for (int i = 1; i < argc; i++) {
 		char *end;
@@ -118,22 +118,52 @@ static int print_rows(const struct report_data *d)
 	return d->rows_agree == d->rows ? 0 : 1;
 }
 
+/* The demo's congestion phase, from demo.marks: [*a, *b]; false when there was none. */
+static bool congestion_span(const struct report_data *d, double *a, double *b)
+{
+	for (size_t i = 0; i < d->n_marks; i++)
+		if (!strcmp(d->marks[i].label, "congestion")) {
+			*a = d->marks[i].start;
+			*b = d->marks[i].end;
+			return true;
+		}
+	return false;
+}
+
+/* Sorted latencies of priority p's confirmed ops enqueued in [a, b] into lat; their count. */
+static size_t latencies(const struct report_data *d, int p, double a, double b, double *lat)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->n_ops; i++) {
+		const struct report_op *o = &d->ops[i];
+
+		if (o->priority == p && o->confirmed >= 0 && o->created >= a && o->created <= b)
+			lat[n++] = o->confirmed - o->created;
+	}
+	qsort(lat, n, sizeof(double), chart_cmp_double);
+	return n;
+}
+
 static void print_latency(const struct report_data *d)
 {
-	double *lat = calloc(d->n_ops ? d->n_ops : 1, sizeof(double));
+	double *lat = calloc(d->n_ops ? d->n_ops : 1, sizeof(double)), a = 0, b = -1;
+	bool cong = congestion_span(d, &a, &b);
 
 	if (!lat)
 		return;
-	printf("\n   %-26s %8s %8s %8s %6s\n", "enqueue -> CONFIRMED", "p50", "p99", "max", "ops");
+	printf("\n   %-22s %8s %8s %8s %6s   %s\n", "enqueue -> CONFIRMED", "p50", "p99", "max",
+	       "ops", cong ? "enqueued during congestion: p50, p99" : "");
 	for (int p = 0; p < 3; p++) {
-		size_t n = 0;
+		size_t n = latencies(d, p, -1e9, 1e9, lat);
 
-		for (size_t i = 0; i < d->n_ops; i++)
-			if (d->ops[i].priority == p && d->ops[i].confirmed >= 0)
-				lat[n++] = d->ops[i].confirmed - d->ops[i].created;
-		qsort(lat, n, sizeof(double), chart_cmp_double);
-		printf("   %-26s %7.2fs %7.2fs %7.2fs %6zu\n", prio_names[p], chart_pctl(lat, n, 0.5),
+		printf("   %-22s %7.2fs %7.2fs %7.2fs %6zu", prio_names[p], chart_pctl(lat, n, 0.5),
 		       chart_pctl(lat, n, 0.99), n ? lat[n - 1] : 0, n);
+		n = cong ? latencies(d, p, a, b, lat) : 0;
+		if (n)
+			printf("   %7.2fs %7.2fs (%zu ops)", chart_pctl(lat, n, 0.5),
+			       chart_pctl(lat, n, 0.99), n);
+		printf("\n");
 	}
 	free(lat);
 }
@@ -144,7 +174,8 @@ static void print_fees(const struct report_data *d)
 	       "ops); new attempts after a failed one: %lld\n",
 	       (long long)d->bumps, (long long)d->bumped_ops, (long long)d->deferrals,
 	       (long long)d->deferred_ops, (long long)d->retries);
-	printf("   fees bid by the transactions that landed: median %lld, highest %lld stroops\n",
+	printf("   inclusion fee bid by the transactions that landed: median %lld, highest %lld "
+	       "stroops (each also paid its Soroban resource fee)\n",
 	       (long long)d->fee_median, (long long)d->fee_max);
 }
 

@@ -12,7 +12,7 @@
 # Each one is printed as it happens ("   >> ...") and recorded in demo.marks
 # for the report's timeline. It runs in the background; SIGTERM ends it at once.
 
-SCENARIO_BG=30 # competing bids per ledger in the congestion phase (capacity: LEDGER_CAPACITY)
+SCENARIO_BG=${OUTBOX_DEMO_BG:-18} # competing bids per ledger in the congestion phase (capacity: LEDGER_CAPACITY)
 
 scenario_run() {
 	set +e
