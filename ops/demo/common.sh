@@ -41,6 +41,7 @@ stop_pid() {
 cleanup_processes() {
 	local p
 	for p in "${BG_PIDS[@]}"; do
+		pkill -TERM -P "$p" 2>/dev/null # its children first (a curl, a psql)
 		stop_pid "$p"
 	done
 	if [[ -n $OUTBOXD_PID ]] && kill -0 "$OUTBOXD_PID" 2>/dev/null; then
@@ -83,5 +84,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# pause SECONDS: sleep without a child process (read on a FIFO nobody
+# writes), so a signal's trap runs at once and nothing is left behind.
+pause() { read -rt "$1" -u "$PAUSE_FD" || true; }
+mkfifo "$TMP/pause"
+exec {PAUSE_FD}<>"$TMP/pause"
 
 sql() { psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -d "$DB_URL" "$@"; }

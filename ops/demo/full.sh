@@ -53,8 +53,9 @@ full_outboxd() {
 	info "while it runs, in another terminal: OUTBOX_INSTANCE=$INSTANCE OUTBOX_DATABASE_URL='$DB_URL' $B/outboxctl top"
 }
 
-# The load in the background and waited for, so Ctrl-C is handled at once
-# (bash runs a trap only once the foreground command ends).
+# The load in the background, watched every half second: a dead outboxd or
+# stellar-sim ends the demo at once, and Ctrl-C is handled at once (bash runs
+# a trap only after a foreground command, but during its own builtins).
 full_load() {
 	say "load: $RATE intents/s for ${DURATION}s, then until every op settles (a line a second)"
 	scenario_run &
@@ -63,6 +64,11 @@ full_load() {
 		--drain-timeout "$DRAIN" --instance "$INSTANCE" 2>"$TMP/load.err" &
 	local load=$! rc=0
 	BG_PIDS+=("$load")
+	while kill -0 "$load" 2>/dev/null; do
+		kill -0 "$OUTBOXD_PID" 2>/dev/null || die "outboxd exited during the load"
+		kill -0 "$SIM_PID" 2>/dev/null || die "stellar-sim exited during the load"
+		pause 0.5
+	done
 	wait "$load" || rc=$?
 	cat "$TMP/load.err" >&2
 	((rc == 0)) || die "the load driver failed (exit $rc)"

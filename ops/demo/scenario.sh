@@ -10,13 +10,14 @@
 #             sendTransaction losing 10% of the transactions it accepts
 #
 # Each one is printed as it happens ("   >> ...") and recorded in demo.marks
-# for the report's timeline. It runs in the background; SIGTERM ends it at once.
+# for the report's timeline. It runs in the background; SIGTERM ends it at once
+# (it waits with pause, a builtin, so the trap is not held up by a child).
 
 SCENARIO_BG=${OUTBOX_DEMO_BG:-18} # competing bids per ledger in the congestion phase (capacity: LEDGER_CAPACITY)
 
 scenario_run() {
 	set +e
-	trap 'kill $(jobs -p) 2>/dev/null; exit 0' TERM
+	trap 'exit 0' TERM
 	SC_T0=$(date +%s.%N)
 	SC_FAIL=0
 	scenario_at 0.12 && scenario_rpc_faults
@@ -31,8 +32,7 @@ scenario_at() {
 	local s
 	s=$(awk -v t0="$SC_T0" -v now="$(date +%s.%N)" -v f="$1" -v d="$DURATION" \
 		'BEGIN { s = t0 + f * d - now; print (s > 0 ? s : 0) }')
-	sleep "$s" &
-	wait $!
+	pause "$s"
 }
 
 sc_say() {
@@ -79,8 +79,7 @@ scenario_kill_worker() {
 	for _ in $(seq 300); do
 		new=$(worker_pid $i running)
 		[[ -n $new && $new != "$pid" ]] && break
-		sleep 0.1 &
-		wait $!
+		pause 0.1
 	done
 	mark_end
 	if [[ -n $new && $new != "$pid" ]]; then

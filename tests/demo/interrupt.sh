@@ -14,24 +14,32 @@ set -uo pipefail
 demo=$1
 tag=outboxd-demo-test-$$-$RANDOM
 log=$(mktemp /tmp/demo-interrupt.XXXXXX)
-fail() {
-	echo "demo interrupt test: $*"
-	echo "--- demo output"
-	cat "$log"
-	[[ -n ${pid:-} ]] && kill -KILL -- "-$pid" 2>/dev/null
-	rm -f "$log"
-	exit 1
-}
-
 # tagged: pids whose environment carries OUTBOX_DEMO_RUN=$tag
 tagged() {
 	local e
 	for e in /proc/[0-9]*/environ; do
-		tr '\0' '\n' <"$e" 2>/dev/null | grep -qxF "OUTBOX_DEMO_RUN=$tag" && echo "${e//[^0-9]/}"
+		{ tr '\0' '\n' <"$e" | grep -qxF "OUTBOX_DEMO_RUN=$tag"; } 2>/dev/null && echo "${e//[^0-9]/}"
 	done
 }
 
-OUTBOX_DEMO_RUN=$tag setsid "$demo" --duration 60 --rate 4 >"$log" 2>&1 &
+# Failing, it still stops whatever of the run is left: exactly the tagged pids.
+fail() {
+	echo "demo interrupt test: $*"
+	echo "--- demo output"
+	cat "$log"
+	local left
+	left=$(tagged)
+	# shellcheck disable=SC2086 # one pid a word
+	[[ -n $left ]] && kill -KILL $left 2>/dev/null
+	rm -f "$log"
+	exit 1
+}
+
+# A background job of a non-interactive shell starts with SIGINT ignored, and
+# bash cannot trap a signal ignored on entry: perl puts the default back, as
+# a terminal's shell would have it.
+OUTBOX_DEMO_RUN=$tag perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!\n"' \
+	setsid "$demo" --duration 60 --rate 4 >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
 	grep -q '^   >> ' "$log" && break
