@@ -40,6 +40,7 @@ stop_pid() {
 
 cleanup_processes() {
 	local p
+	[[ -n $PAUSE_PID ]] && kill "$PAUSE_PID" 2>/dev/null
 	for p in "${BG_PIDS[@]}"; do
 		pkill -TERM -P "$p" 2>/dev/null # its children first (a curl, a psql)
 		stop_pid "$p"
@@ -47,6 +48,10 @@ cleanup_processes() {
 	if [[ -n $OUTBOXD_PID ]] && kill -0 "$OUTBOXD_PID" 2>/dev/null; then
 		kill -KILL -- "-$OUTBOXD_PID" 2>/dev/null # its whole process group
 		wait "$OUTBOXD_PID" 2>/dev/null
+		for _ in $(seq 50); do # until its children are gone too
+			kill -0 -- "-$OUTBOXD_PID" 2>/dev/null || break
+			sleep 0.1
+		done
 	fi
 	[[ -n $SIM_PID ]] && stop_pid "$SIM_PID"
 	rm -f "/dev/shm/outboxd-$INSTANCE"
@@ -85,10 +90,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# pause SECONDS: sleep without a child process (read on a FIFO nobody
-# writes), so a signal's trap runs at once and nothing is left behind.
-pause() { read -rt "$1" -u "$PAUSE_FD" || true; }
-mkfifo "$TMP/pause"
-exec {PAUSE_FD}<>"$TMP/pause"
+# pause SECONDS: a sleep that a signal's trap interrupts at once (bash runs
+# a trap during the wait builtin, not during a foreground command); the
+# cleanup stops the sleep it leaves. Not `read -t`: a trap that exits out of
+# it leaves its timer armed, and bash 5.2 crashes when that fires later.
+PAUSE_PID=""
+pause() {
+	sleep "$1" &
+	PAUSE_PID=$!
+	wait "$PAUSE_PID" || true
+	PAUSE_PID=""
+}
 
 sql() { psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -d "$DB_URL" "$@"; }

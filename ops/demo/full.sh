@@ -54,8 +54,7 @@ full_outboxd() {
 }
 
 # The load in the background, watched every half second: a dead outboxd or
-# stellar-sim ends the demo at once, and Ctrl-C is handled at once (bash runs
-# a trap only after a foreground command, but during its own builtins).
+# stellar-sim ends the demo at once, and Ctrl-C is handled at once (pause).
 full_load() {
 	say "load: $RATE intents/s for ${DURATION}s, then until every op settles (a line a second)"
 	scenario_run &

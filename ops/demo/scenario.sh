@@ -11,13 +11,13 @@
 #
 # Each one is printed as it happens ("   >> ...") and recorded in demo.marks
 # for the report's timeline. It runs in the background; SIGTERM ends it at once
-# (it waits with pause, a builtin, so the trap is not held up by a child).
+# (it waits with pause, common.sh, and stops that sleep as it goes).
 
 SCENARIO_BG=${OUTBOX_DEMO_BG:-18} # competing bids per ledger in the congestion phase (capacity: LEDGER_CAPACITY)
 
 scenario_run() {
 	set +e
-	trap 'exit 0' TERM
+	trap '[[ -n $PAUSE_PID ]] && kill "$PAUSE_PID"; exit 0' TERM
 	SC_T0=$(date +%s.%N)
 	SC_FAIL=0
 	scenario_at 0.12 && scenario_rpc_faults
