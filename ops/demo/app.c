@@ -13,7 +13,7 @@
 const char *const app_transaction_text[] = {
 	"BEGIN;",
 	"SELECT * FROM outbox.enqueue('WITHDRAW', 'user-07', 'wd-000042', <signer G...>,",
-	"        '{\"account\": \"G...\", \"amount\": \"250000000\"}');  -- id, key, status, created",
+	"        '{\"account\": \"G...\", \"amount\": \"250000000\"}');  -- its id, status",
 	"INSERT INTO app.payments (kind, user_id, record_id, amount, account, op_id)",
 	"        VALUES ('WITHDRAW', 'user-07', 'wd-000042', 250000000, 'G...', <id>)",
 	"        ON CONFLICT DO NOTHING;                             -- a retry finds its row",
@@ -49,16 +49,17 @@ static int insert_row(PGconn *conn, const struct intent *it, int64_t op_id,
 {
 	char id[24];
 	const char *record = it->record;
-	const char *params[6] = {it->kind,  it->user, record, it->amount, it->account[0] ? it->account : NULL,
-				 id};
+	const char *params[6] = {
+		it->kind, it->user, record, it->amount, it->account[0] ? it->account : NULL, id};
 	PGresult *r;
 	int ok;
 
 	snprintf(id, sizeof(id), "%" PRId64, op_id);
-	r = PQexecParams(conn,
-			 "INSERT INTO app.payments (kind, user_id, record_id, amount, account, op_id) "
-			 "VALUES ($1, $2, $3, $4::numeric, $5, $6::bigint) ON CONFLICT DO NOTHING",
-			 6, NULL, params, NULL, NULL, 0);
+	r = PQexecParams(
+		conn,
+		"INSERT INTO app.payments (kind, user_id, record_id, amount, account, op_id) "
+		"VALUES ($1, $2, $3, $4::numeric, $5, $6::bigint) ON CONFLICT DO NOTHING",
+		6, NULL, params, NULL, NULL, 0);
 	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 	if (!ok)
 		outbox_error_set(err, OUTBOX_EDB, "", "insert into app.payments: %.*s",

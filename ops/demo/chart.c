@@ -67,8 +67,13 @@ void chart_bars(FILE *out, const double *v, const double *marks, int n, int heig
 		max = mmax;
 	snprintf(top, sizeof(top), fmt, max);
 	for (int row = height - 1; row >= 0; row--) {
-		fprintf(out, "   %*s %s", CHART_LABEL_W - 5, row == height - 1 ? top : row ? "" : "0",
-			utf8 ? "\u2502" : "|");
+		const char *axis = "";
+
+		if (row == height - 1)
+			axis = top;
+		else if (row == 0)
+			axis = "0";
+		fprintf(out, "   %*s %s", CHART_LABEL_W - 5, axis, utf8 ? "\u2502" : "|");
 		bar_row(out, v, marks, n, height, row, max, utf8);
 	}
 }

@@ -22,16 +22,16 @@ struct load_opts {
 	const char *db;
 	const char *population;
 	const char *instance;
-	double rate;         /* intents per second, all sources */
-	double duration_s;   /* the load phase */
-	double drain_s;      /* then at most this long for every op to settle */
+	double rate;       /* intents per second, all sources */
+	double duration_s; /* the load phase */
+	double drain_s;    /* then at most this long for every op to settle */
 	uint64_t seed;
 };
 
 struct load_tally {
-	int64_t sent;             /* ops enqueued (created) */
+	int64_t sent; /* ops enqueued (created) */
 	int64_t by_what[IW__COUNT];
-	int64_t retries;          /* requests sent again, answered created = false */
+	int64_t retries; /* requests sent again, answered created = false */
 	int64_t via_http;
 };
 

@@ -24,9 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-static int usage(void)
+/* The usage on out; 0 for --help (stdout), 2 for a usage error (stderr). */
+static int usage_to(FILE *out)
 {
-	fprintf(stderr,
+	fprintf(out,
 		"usage: outbox-demo-load --population FILE [--db URL] [--rate N] [--duration S]\n"
 		"                        [--drain-timeout S] [--seed N] [--instance NAME]\n"
 		"  --population FILE  signers, customers and agents (lines: signer G... |\n"
@@ -38,7 +39,12 @@ static int usage(void)
 		"  --seed N           the mix's PRNG seed (default 1)\n"
 		"  --instance NAME    outboxd instance for the fee snapshot (default:\n"
 		"                     OUTBOX_INSTANCE, else 'default')\n");
-	return 2;
+	return out == stdout ? 0 : 2;
+}
+
+static int usage(void)
+{
+	return usage_to(stderr);
 }
 
 static int number(const char *opt, const char *s, double lo, double hi, double *out)
@@ -65,10 +71,13 @@ static int parse(int argc, char **argv, struct load_opts *o)
 				.rate = 10,
 				.duration_s = 60,
 				.drain_s = 120};
-	for (int i = 1; i < argc; i++) {
+	/* every option takes a value: they come in pairs */
+	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int bad = 0;
 
+		if (!strcmp(a, "--help"))
+			return usage_to(stdout) - 1; /* -1: done, exit 0 */
 		if (!v)
 			return usage();
 		if (!strcmp(a, "--population"))
@@ -89,7 +98,6 @@ static int parse(int argc, char **argv, struct load_opts *o)
 			return usage();
 		if (bad)
 			return 2;
-		i++;
 	}
 	o->seed = (uint64_t)seed;
 	if (!o->population || !o->db || !*o->db) {
@@ -205,8 +213,9 @@ static int drain_phase(struct run *r)
 		}
 		sleep_ms(50);
 	}
-	fprintf(stderr, "outbox-demo-load: %" PRId64 " ops still PENDING or SUBMITTED %.0f s after "
-			"the load ended\n",
+	fprintf(stderr,
+		"outbox-demo-load: %" PRId64 " ops still PENDING or SUBMITTED %.0f s after "
+		"the load ended\n",
 		open, r->o->drain_s);
 	return -1;
 }
@@ -217,8 +226,7 @@ static void print_plan(const struct run *r)
 
 	printf("   %.1f intents/s for %.0f s, seed %" PRIu64 ": %zu customers, %zu agents, %zu "
 	       "signers\n",
-	       r->o->rate, r->o->duration_s, r->o->seed, p->n_customers, p->n_agents,
-	       p->n_signers);
+	       r->o->rate, r->o->duration_s, r->o->seed, p->n_customers, p->n_agents, p->n_signers);
 	printf("   the core application enqueues in its own transaction (app.payments is its "
 	       "business table):\n");
 	for (int i = 0; app_transaction_text[i]; i++)
@@ -234,8 +242,8 @@ static void print_tally(const struct run *r)
 	const int64_t *n = r->tally.by_what;
 
 	printf("   load done: %" PRId64 " ops in %.0f s (%.1f/s): %" PRId64 " deposits, %" PRId64
-	       " withdrawals (%" PRId64 " of them overdrafts), %" PRId64 " recurring deposits, %" PRId64
-	       " referral legs, %" PRId64 " rebalances; %" PRId64
+	       " withdrawals (%" PRId64 " of them overdrafts), %" PRId64
+	       " recurring deposits, %" PRId64 " referral legs, %" PRId64 " rebalances; %" PRId64
 	       " retried requests got their existing op\n",
 	       r->tally.sent, r->o->duration_s, (double)r->tally.sent / r->o->duration_s,
 	       n[IW_DEPOSIT], n[IW_WITHDRAW] + n[IW_OVERDRAFT], n[IW_OVERDRAFT], n[IW_RECURRING],
@@ -257,7 +265,8 @@ static int run(struct run *r)
 	r->next_round = r->t0 + 5000;
 	progress_init(&r->prog, r->conn, r->o->instance, r->t0);
 	if (load_phase(r) ||
-	    mark(r->conn, "UPDATE demo.marks SET ended_at = clock_timestamp() WHERE label = 'load'"))
+	    mark(r->conn,
+		 "UPDATE demo.marks SET ended_at = clock_timestamp() WHERE label = 'load'"))
 		return -1;
 	print_tally(r);
 	return drain_phase(r);
@@ -273,7 +282,7 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 
 	if (rc)
-		return rc;
+		return rc < 0 ? 0 : rc;
 	if (population_load(&pop, o.population, why, sizeof(why))) {
 		fprintf(stderr, "outbox-demo-load: %s\n", why);
 		return 2;

@@ -132,7 +132,8 @@ static void rebalance(struct mix *m, struct intent *it)
 	it->kind = "REBALANCE";
 	it->via_http = true;
 	snprintf(it->user, sizeof(it->user), "%s", m->pop->agents[below(m, m->pop->n_agents)]);
-	snprintf(it->amount, sizeof(it->amount), "%" PRId64, (int64_t)(1000 + below(m, 4001)) * XLM);
+	snprintf(it->amount, sizeof(it->amount), "%" PRId64,
+		 (int64_t)(1000 + below(m, 4001)) * XLM);
 	snprintf(it->record, sizeof(it->record), "rb-%06" PRIu64, m->seq[IW_REBALANCE]);
 }
 

@@ -60,13 +60,16 @@ static int add_customer(struct population *p, char *user, char *acct, char *bal,
 	if (!user || !is_ident(user))
 		return fail(errbuf, errlen, path, line, "customer: bad or missing user id");
 	if (!acct || !is_account(acct))
-		return fail(errbuf, errlen, path, line, "customer %s: bad or missing account", user);
+		return fail(errbuf, errlen, path, line, "customer %s: bad or missing account",
+			    user);
 	errno = 0;
 	b = bal ? strtoll(bal, &end, 10) : 0;
 	if (!bal || errno || *end || b <= 0)
-		return fail(errbuf, errlen, path, line, "customer %s: bad or missing balance", user);
+		return fail(errbuf, errlen, path, line, "customer %s: bad or missing balance",
+			    user);
 	if (p->n_customers == MIX_MAX_CUSTOMERS)
-		return fail(errbuf, errlen, path, line, "more than %d customers", MIX_MAX_CUSTOMERS);
+		return fail(errbuf, errlen, path, line, "more than %d customers",
+			    MIX_MAX_CUSTOMERS);
 	c = &p->customers[p->n_customers++];
 	snprintf(c->user, sizeof(c->user), "%s", user);
 	snprintf(c->account, sizeof(c->account), "%s", acct);
@@ -128,6 +131,7 @@ int population_load(struct population *p, const char *path, char *errbuf, size_t
 	}
 	fclose(f);
 	if (!rc && (!p->n_signers || !p->n_customers || !p->n_agents))
-		rc = fail(errbuf, errlen, path, line, "needs at least one signer, customer and agent");
+		rc = fail(errbuf, errlen, path, line,
+			  "needs at least one signer, customer and agent");
 	return rc;
 }

@@ -37,8 +37,7 @@ static void read_fee(struct progress *p, struct progress_sample *s)
 	struct fee_view v;
 
 	s->fee_ok = false;
-	if (!p->attached &&
-	    shm_segment_attach(&p->seg, p->instance, SHM_ATTACH_RDONLY, &err) == 0)
+	if (!p->attached && shm_segment_attach(&p->seg, p->instance, SHM_ATTACH_RDONLY, &err) == 0)
 		p->attached = true;
 	if (!p->attached)
 		return;
@@ -55,16 +54,15 @@ static void read_fee(struct progress *p, struct progress_sample *s)
 	s->usage = (double)snap.capacity_ppm / FEE_CAPACITY_SCALE;
 }
 
-static const char sample_sql[] =
-	"SELECT count(*) FILTER (WHERE status = 'PENDING'),"
-	"  count(*) FILTER (WHERE status = 'SUBMITTED'),"
-	"  count(*) FILTER (WHERE status = 'CONFIRMED'),"
-	"  count(*) FILTER (WHERE status = 'FAILED'),"
-	"  count(*) FILTER (WHERE status = 'HELD'),"
-	"  count(*) FILTER (WHERE status = 'CANCELLED'),"
-	"  (SELECT count(*) FROM outbox.events WHERE type = 'FEE_BUMPED'),"
-	"  (SELECT count(*) FROM outbox.events WHERE type = 'DEFERRED')"
-	" FROM outbox.ops";
+static const char sample_sql[] = "SELECT count(*) FILTER (WHERE status = 'PENDING'),"
+				 "  count(*) FILTER (WHERE status = 'SUBMITTED'),"
+				 "  count(*) FILTER (WHERE status = 'CONFIRMED'),"
+				 "  count(*) FILTER (WHERE status = 'FAILED'),"
+				 "  count(*) FILTER (WHERE status = 'HELD'),"
+				 "  count(*) FILTER (WHERE status = 'CANCELLED'),"
+				 "  (SELECT count(*) FROM outbox.events WHERE type = 'FEE_BUMPED'),"
+				 "  (SELECT count(*) FROM outbox.events WHERE type = 'DEFERRED')"
+				 " FROM outbox.ops";
 
 int progress_sample(struct progress *p, struct progress_sample *s)
 {

@@ -21,9 +21,9 @@ struct report_op {
 	enum report_line line;
 	int priority; /* 0 CRITICAL, 1 NORMAL, 2 LOW */
 	char status[12];
-	bool overdraft; /* WITHDRAW wdx-...: meant to fail on chain */
+	bool overdraft;                     /* WITHDRAW wdx-...: meant to fail on chain */
 	double created, confirmed, settled; /* confirmed < 0: not confirmed */
-	char detail[96]; /* last_error or hold_reason, for a line about it */
+	char detail[96];                    /* last_error or hold_reason, for a line about it */
 };
 
 struct report_mark {

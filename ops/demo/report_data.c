@@ -32,7 +32,7 @@ static double num(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? -1 : strtod(PQgetvalue(r, row, col), NULL);
 }
 
-#define T0 "(SELECT started_at FROM demo.marks WHERE label = 'load' ORDER BY id LIMIT 1)"
+#define T0         "(SELECT started_at FROM demo.marks WHERE label = 'load' ORDER BY id LIMIT 1)"
 #define SINCE(col) "extract(epoch FROM " col " - " T0 ")"
 
 static enum report_line line_of(const char *kind, int priority)
@@ -50,9 +50,10 @@ static int load_ops(PGconn *conn, struct report_data *d)
 {
 	PGresult *r = query(conn, "outbox.ops",
 			    "SELECT id, kind, priority, status, business_record_id LIKE 'wdx-%',"
-			    " " SINCE("created_at") ", " SINCE("confirmed_at") ", " SINCE("updated_at") ","
-			    " left(coalesce(hold_reason, last_error, ''), 95)"
-			    " FROM outbox.ops ORDER BY id",
+			    " " SINCE("created_at") ", " SINCE("confirmed_at") ", " SINCE(
+				    "updated_at") ","
+						  " left(coalesce(hold_reason, last_error, ''), 95)"
+						  " FROM outbox.ops ORDER BY id",
 			    9);
 
 	if (!r)
@@ -79,16 +80,15 @@ static int load_ops(PGconn *conn, struct report_data *d)
 
 static int load_counts(PGconn *conn, struct report_data *d)
 {
-	PGresult *r = query(
-		conn, "outbox.events and outbox.attempts",
-		"SELECT count(*) FILTER (WHERE type = 'FEE_BUMPED'),"
-		" count(DISTINCT op_id) FILTER (WHERE type = 'FEE_BUMPED'),"
-		" count(*) FILTER (WHERE type = 'DEFERRED'),"
-		" count(DISTINCT op_id) FILTER (WHERE type = 'DEFERRED'),"
-		" count(*) FILTER (WHERE type = 'RETRY_SCHEDULED'),"
-		" " SINCE("(SELECT ended_at FROM demo.marks WHERE label = 'load' ORDER BY id LIMIT 1)")
-		" FROM outbox.events",
-		6);
+	PGresult *r = query(conn, "outbox.events and outbox.attempts",
+			    "SELECT count(*) FILTER (WHERE type = 'FEE_BUMPED'),"
+			    " count(DISTINCT op_id) FILTER (WHERE type = 'FEE_BUMPED'),"
+			    " count(*) FILTER (WHERE type = 'DEFERRED'),"
+			    " count(DISTINCT op_id) FILTER (WHERE type = 'DEFERRED'),"
+			    " count(*) FILTER (WHERE type = 'RETRY_SCHEDULED'),"
+			    " " SINCE("(SELECT ended_at FROM demo.marks WHERE label = 'load' ORDER "
+				      "BY id LIMIT 1)") " FROM outbox.events",
+			    6);
 
 	if (!r)
 		return -1;
@@ -105,15 +105,15 @@ static int load_counts(PGconn *conn, struct report_data *d)
 /* Each business row against its op: paid = CONFIRMED, failed = FAILED, ... */
 static int load_rows(PGconn *conn, struct report_data *d)
 {
-	PGresult *r = query(
-		conn, "app.payments",
-		"SELECT count(*), count(*) FILTER (WHERE p.status = CASE o.status"
-		"   WHEN 'CONFIRMED' THEN 'paid' WHEN 'FAILED' THEN 'failed'"
-		"   WHEN 'CANCELLED' THEN 'cancelled' ELSE 'requested' END),"
-		" count(*) FILTER (WHERE p.status = 'paid'), count(*) FILTER (WHERE p.status = 'failed'),"
-		" count(*) FILTER (WHERE p.status = 'requested')"
-		" FROM app.payments p JOIN outbox.ops o ON o.id = p.op_id",
-		5);
+	PGresult *r = query(conn, "app.payments",
+			    "SELECT count(*), count(*) FILTER (WHERE p.status = CASE o.status"
+			    "   WHEN 'CONFIRMED' THEN 'paid' WHEN 'FAILED' THEN 'failed'"
+			    "   WHEN 'CANCELLED' THEN 'cancelled' ELSE 'requested' END),"
+			    " count(*) FILTER (WHERE p.status = 'paid'), count(*) FILTER (WHERE "
+			    "p.status = 'failed'),"
+			    " count(*) FILTER (WHERE p.status = 'requested')"
+			    " FROM app.payments p JOIN outbox.ops o ON o.id = p.op_id",
+			    5);
 
 	if (!r)
 		return -1;
@@ -128,10 +128,11 @@ static int load_rows(PGconn *conn, struct report_data *d)
 
 static int load_marks(PGconn *conn, struct report_data *d)
 {
-	PGresult *r = query(conn, "demo.marks",
-			    "SELECT label, " SINCE("started_at") ", " SINCE("coalesce(ended_at, started_at)")
-			    " FROM demo.marks ORDER BY id LIMIT 16",
-			    3);
+	PGresult *r = query(
+		conn, "demo.marks",
+		"SELECT label, " SINCE("started_at") ", " SINCE(
+			"coalesce(ended_at, started_at)") " FROM demo.marks ORDER BY id LIMIT 16",
+		3);
 
 	if (!r)
 		return -1;
@@ -160,7 +161,7 @@ static int load_samples(PGconn *conn, struct report_data *d)
 {
 	PGresult *r = query(conn, "demo.samples",
 			    "SELECT " SINCE("at") ", recommended_fee, coalesce(congestion, '')"
-			    " FROM demo.samples ORDER BY at",
+						  " FROM demo.samples ORDER BY at",
 			    3);
 
 	if (!r)

@@ -27,7 +27,7 @@
 
 static const char *const line_names[RL__COUNT] = {
 	"WITHDRAW        CRITICAL", "DEPOSIT         NORMAL", "DEPOSIT (recur.) LOW",
-	"REFERRAL_REWARD NORMAL", "REBALANCE       LOW",
+	"REFERRAL_REWARD NORMAL",   "REBALANCE       LOW",
 };
 static const char *const prio_names[3] = {"CRITICAL", "NORMAL", "LOW"};
 
@@ -37,13 +37,20 @@ struct opts {
 	bool utf8;
 };
 
+/* The usage on out; 0 for --help (stdout), 2 for a usage error (stderr). */
+static int usage_to(FILE *out)
+{
+	fprintf(out,
+		"usage: outbox-demo-report [--db URL] [--width N] [--ascii]\n"
+		"  --db URL   the demo's database (default: OUTBOX_DATABASE_URL)\n"
+		"  --width N  chart columns, 20..200 (default 72)\n"
+		"  --ascii    plain ASCII charts (default: blocks when the locale is UTF-8)\n");
+	return out == stdout ? 0 : 2;
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: outbox-demo-report [--db URL] [--width N] [--ascii]\n"
-			"  --db URL   the demo's database (default: OUTBOX_DATABASE_URL)\n"
-			"  --width N  chart columns, 20..200 (default 72)\n"
-			"  --ascii    plain ASCII charts (default: blocks when the locale is UTF-8)\n");
-	return 2;
+	return usage_to(stderr);
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -55,7 +62,9 @@ static int parse(int argc, char **argv, struct opts *o)
 	for (int i = 1; i < argc; i++) {
 		char *end;
 
-		if (!strcmp(argv[i], "--ascii")) {
+		if (!strcmp(argv[i], "--help")) {
+			return usage_to(stdout) - 1; /* -1: done, exit 0 */
+		} else if (!strcmp(argv[i], "--ascii")) {
 			o->utf8 = false;
 		} else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
 			o->db = argv[++i];
@@ -63,7 +72,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			errno = 0;
 			o->width = (int)strtol(argv[++i], &end, 10);
 			if (errno || *end || o->width < 20 || o->width > 200) {
-				fprintf(stderr, "outbox-demo-report: --width: '%s' is not in 20..200\n",
+				fprintf(stderr,
+					"outbox-demo-report: --width: '%s' is not in 20..200\n",
 					argv[i]);
 				return 2;
 			}
@@ -86,7 +96,9 @@ static int print_states(const struct report_data *d)
 
 	for (size_t i = 0; i < d->n_ops; i++) {
 		const struct report_op *o = &d->ops[i];
-		int col = !strcmp(o->status, "CONFIRMED") ? 0 : !strcmp(o->status, "FAILED") ? 1 : 2;
+		int col = !strcmp(o->status, "CONFIRMED") ? 0
+			  : !strcmp(o->status, "FAILED")  ? 1
+							  : 2;
 
 		n[o->line][col]++;
 		n[RL__COUNT][col]++;
@@ -180,13 +192,13 @@ static void print_fees(const struct report_data *d)
 }
 
 struct series {
-	int n;          /* buckets */
-	double bucket;  /* seconds per bucket */
-	double *thru;   /* confirmed per second */
-	double *p50;    /* latency of the ops enqueued in the bucket */
+	int n;         /* buckets */
+	double bucket; /* seconds per bucket */
+	double *thru;  /* confirmed per second */
+	double *p50;   /* latency of the ops enqueued in the bucket */
 	double *p99;
-	double *fee;    /* highest recommended fee sampled */
-	double *level;  /* highest congestion level sampled */
+	double *fee;   /* highest recommended fee sampled */
+	double *level; /* highest congestion level sampled */
 };
 
 /* The run's span in buckets of whole seconds, at most width of them. */
@@ -268,7 +280,8 @@ static void print_charts(const struct report_data *d, const struct opts *o)
 	printf("\n   confirmed ops per second, over the run (%.0f s a column)\n", s.bucket);
 	chart_bars(stdout, s.thru, NULL, s.n, 6, o->utf8, "%.0f/s");
 	chart_axis(stdout, s.n, s.bucket, o->utf8);
-	printf("\n   enqueue -> CONFIRMED latency of the ops enqueued each second (bars p50, %s p99)\n",
+	printf("\n   enqueue -> CONFIRMED latency of the ops enqueued each second (bars p50, %s "
+	       "p99)\n",
 	       o->utf8 ? "\u2022" : "o");
 	chart_bars(stdout, s.p50, s.p99, s.n, 6, o->utf8, "%.1fs");
 	chart_axis(stdout, s.n, s.bucket, o->utf8);
@@ -291,7 +304,7 @@ int main(int argc, char **argv)
 	int rc = parse(argc, argv, &o), bad;
 
 	if (rc)
-		return rc;
+		return rc < 0 ? 0 : rc;
 	if (outbox_db_connect(o.db, &conn, &err)) {
 		fprintf(stderr, "outbox-demo-report: %s\n", err.msg);
 		return 1;

@@ -28,7 +28,8 @@ int load_send(PGconn *conn, struct mix *m, const struct intent *it, struct load_
 		return fail(it, &err);
 	if (!r.created) {
 		/* Every business record is new: an existing op means a bug in the mix. */
-		outbox_error_set(&err, OUTBOX_ESTATE, "", "op %" PRId64 " already existed", r.op_id);
+		outbox_error_set(&err, OUTBOX_ESTATE, "", "op %" PRId64 " already existed",
+				 r.op_id);
 		return fail(it, &err);
 	}
 	t->sent++;
@@ -39,7 +40,8 @@ int load_send(PGconn *conn, struct mix *m, const struct intent *it, struct load_
 			return fail(it, &err);
 		if (again.created || again.op_id != r.op_id) {
 			outbox_error_set(&err, OUTBOX_ESTATE, "",
-					 "the retry made op %" PRId64 " (created=%d), not op %" PRId64,
+					 "the retry made op %" PRId64
+					 " (created=%d), not op %" PRId64,
 					 again.op_id, again.created, r.op_id);
 			return fail(it, &err);
 		}

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "tests/support/check_main.h"
 
-#define XLM 10000000LL
+#define XLM    10000000LL
 #define ACCT_A "GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH"
 #define ACCT_B "GCKTG4SCXDPCUKGZM4Y33S32AU7BUWYIJQ3Y2KS44XE3ISK7K2PNLZLY"
 
@@ -29,7 +29,8 @@ static void small_population(void)
 	pop.n_signers = 2;
 	for (int i = 0; i < 3; i++) {
 		snprintf(pop.customers[i].user, MIX_ID_MAX, "user-%02d", i + 1);
-		snprintf(pop.customers[i].account, MIX_STRKEY_LEN + 1, "%s", i % 2 ? ACCT_B : ACCT_A);
+		snprintf(pop.customers[i].account, MIX_STRKEY_LEN + 1, "%s",
+			 i % 2 ? ACCT_B : ACCT_A);
 		pop.customers[i].balance = 5000 * XLM;
 	}
 	pop.n_customers = 3;
@@ -120,7 +121,8 @@ START_TEST(test_mix_outcomes)
 			/* the idempotency key is kind:user:record: a record id never repeats in a kind */
 			snprintf(key, sizeof(key), "%s:%s", it[k].kind, it[k].record);
 			for (int s = 0; s < n_seen; s++)
-				if (!strcmp(seen[s], key)) /* not ck_assert: each one marks a point */
+				if (!strcmp(seen[s],
+					    key)) /* not ck_assert: each one marks a point */
 					ck_abort_msg("%s twice", key);
 			ck_assert_int_lt(n_seen, 8000);
 			snprintf(seen[n_seen++], sizeof(seen[0]), "%s", key);
@@ -156,7 +158,7 @@ START_TEST(test_mix_recurring)
 		check_payload(&out[i]);
 	}
 	ck_assert_str_eq(out[0].record, "rec-000-0001");
-	ck_assert_str_eq(out[4].user, "user-02"); /* customers taken in turn */
+	ck_assert_str_eq(out[4].user, "user-02");           /* customers taken in turn */
 	ck_assert_int_eq(mix_recurring(&m, 20, out, 8), 8); /* never beyond cap */
 	ck_assert_str_eq(out[0].record, "rec-000-0002");
 }
@@ -188,9 +190,9 @@ START_TEST(test_population)
 	ck_assert(pop.customers[0].balance == 50000000000LL);
 	ck_assert_int_eq(load_text("signer GBAD\n", err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, ":1: signer"));
-	ck_assert_int_eq(load_text("signer " ACCT_A "\ncustomer user-01 " ACCT_B "\n", err,
-				   sizeof(err)),
-			 -1);
+	ck_assert_int_eq(
+		load_text("signer " ACCT_A "\ncustomer user-01 " ACCT_B "\n", err, sizeof(err)),
+		-1);
 	ck_assert_ptr_nonnull(strstr(err, ":2: customer user-01: bad or missing balance"));
 	ck_assert_int_eq(load_text("customer us:er " ACCT_B " 5\n", err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "bad or missing user id"));
