@@ -40,16 +40,45 @@ full_population() {
 	info "the application's tables: app.payments (its business rows) + a trigger mirroring each outcome onto them"
 }
 
+# The gateway (ops/gateway/) when this build has one: a free port for its
+# HTTP API, and later an API key for the services that enqueue over HTTP.
+GATEWAY=""
+GW_ENV=()
+full_gateway_port() {
+	"$B/outboxctl" keys 2>&1 | grep -q 'keys create' || return 0
+	local port=18080
+	while [[ -n $(ss -Hltn "( sport = :$port )" 2>/dev/null) ]]; do
+		port=$((port + 1))
+		((port < 18400)) || die "no free port for the gateway in 18080..18399"
+	done
+	GATEWAY=http://127.0.0.1:$port
+	GW_ENV=("OUTBOX_HTTP_ADDR=127.0.0.1:$port")
+}
+
+full_gateway_key() {
+	[[ -n $GATEWAY ]] || return 0
+	for _ in $(seq 200); do
+		curl -fsS -o /dev/null --max-time 2 "$GATEWAY/healthz" 2>/dev/null && break
+		sleep 0.1
+	done
+	curl -fsS -o /dev/null --max-time 2 "$GATEWAY/healthz" || die "the gateway does not answer on $GATEWAY/healthz"
+	(umask 077 && "$B/outboxctl" keys create --name demo-services --scopes outbox:enqueue >"$TMP/api.key") ||
+		die "outboxctl keys create failed"
+	info "gateway on $GATEWAY (admin API, /metrics, POST /api/v1/ops); an API key of scope outbox:enqueue in $TMP/api.key (0600)"
+}
+
 # The demo's outboxd: the seed's behaviour on a fast clock (README, Configuration).
 full_outboxd() {
-	say "outboxd: supervisor + fee oracle + 4 workers (log: $TMP/outboxd.log)"
-	start_outboxd OUTBOX_WORKERS=4 OUTBOX_DISPATCH_INTERVAL_MS=200 \
+	full_gateway_port
+	say "outboxd: supervisor + fee oracle + 4 workers${GATEWAY:+ + gateway} (log: $TMP/outboxd.log)"
+	start_outboxd "${GW_ENV[@]}" OUTBOX_WORKERS=4 OUTBOX_DISPATCH_INTERVAL_MS=200 \
 		OUTBOX_BACKOFF_BASE_MS=200 OUTBOX_BACKOFF_MAX_MS=2000 \
 		OUTBOX_SUBMITTED_TIMEOUT_MS=3000 \
 		OUTBOX_LOW_DEFER_MS=2000 OUTBOX_LOW_MAX_DEFER_MS=12000 \
 		FEE_ORACLE_POLL_MS=500 FEE_ORACLE_TTL_MS=2000 FEE_ORACLE_DWELL_MS=2000 \
 		FEE_ORACLE_LEDGER_MAX_TX="$LEDGER_CAPACITY"
 	info "fast clock for the demo: fee bump after 3 s in SUBMITTED, LOW deferred 2 s at a time (12 s at most)"
+	full_gateway_key
 	info "while it runs, in another terminal: OUTBOX_INSTANCE=$INSTANCE OUTBOX_DATABASE_URL='$DB_URL' $B/outboxctl top"
 }
 
@@ -60,7 +89,8 @@ full_load() {
 	scenario_run &
 	BG_PIDS+=($!)
 	"$B/outbox-demo-load" --population "$TMP/population" --rate "$RATE" --duration "$DURATION" \
-		--drain-timeout "$DRAIN" --instance "$INSTANCE" 2>"$TMP/load.err" &
+		--drain-timeout "$DRAIN" --instance "$INSTANCE" \
+		${GATEWAY:+--gateway "$GATEWAY" --api-key-file "$TMP/api.key"} 2>"$TMP/load.err" &
 	local load=$! rc=0
 	BG_PIDS+=("$load")
 	while kill -0 "$load" 2>/dev/null; do

@@ -3,7 +3,7 @@
  * tally shared by its files.
  *
  *	load_main.c  options, the paced loop (load phase, then drain), exit code
- *	send.c       one business event to outboxd: SQL (app.c), an app retry
+ *	send.c       one intent to outboxd: SQL (app.c) or HTTP (http.c), a client retry
  *	mix.c        what to send (pure); population.c reads who exists
  *	progress.c   the line a second
  */
@@ -22,6 +22,8 @@ struct load_opts {
 	const char *db;
 	const char *population;
 	const char *instance;
+	const char *gateway; /* http://HOST:PORT, or NULL: every intent through SQL */
+	const char *api_key_file;
 	double rate;       /* intents per second, all sources */
 	double duration_s; /* the load phase */
 	double drain_s;    /* then at most this long for every op to settle */
@@ -35,7 +37,15 @@ struct load_tally {
 	int64_t via_http;
 };
 
-/* Enqueue it (and, one time in LOAD_RETRY_ONE_IN, again as the app's retry); 0 or -1. */
-int load_send(PGconn *conn, struct mix *m, const struct intent *it, struct load_tally *t);
+/* Where intents go: the core application's database, the gateway (or NULL). */
+struct gw_client;
+struct load_sinks {
+	PGconn *conn;
+	struct gw_client *gw;
+};
+
+/* Enqueue it (and, one time in LOAD_RETRY_ONE_IN, again as the client's retry); 0 or -1. */
+int load_send(const struct load_sinks *s, struct mix *m, const struct intent *it,
+	      struct load_tally *t);
 
 #endif

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/enqueue.h"
 #include "ops/demo/app.h"
+#include "ops/demo/http.h"
 #include "ops/demo/load.h"
 #include "ops/demo/progress.h"
 
@@ -30,6 +31,7 @@ static int usage_to(FILE *out)
 	fprintf(out,
 		"usage: outbox-demo-load --population FILE [--db URL] [--rate N] [--duration S]\n"
 		"                        [--drain-timeout S] [--seed N] [--instance NAME]\n"
+		"                        [--gateway URL --api-key-file FILE]\n"
 		"  --population FILE  signers, customers and agents (lines: signer G... |\n"
 		"                     customer USER G... STROOPS | agent ID)\n"
 		"  --db URL           PostgreSQL (default: OUTBOX_DATABASE_URL)\n"
@@ -38,7 +40,11 @@ static int usage_to(FILE *out)
 		"  --drain-timeout S  then at most S seconds for every op to settle (default 120)\n"
 		"  --seed N           the mix's PRNG seed (default 1)\n"
 		"  --instance NAME    outboxd instance for the fee snapshot (default:\n"
-		"                     OUTBOX_INSTANCE, else 'default')\n");
+		"                     OUTBOX_INSTANCE, else 'default')\n"
+		"  --gateway URL      http://HOST:PORT of outboxd's gateway: referral payouts and\n"
+		"                     rebalances go through its HTTP enqueue (default: all SQL)\n"
+		"  --api-key-file F   the gateway API key (scope outbox:enqueue) on F's first "
+		"line\n");
 	return out == stdout ? 0 : 2;
 }
 
@@ -86,6 +92,10 @@ static int parse(int argc, char **argv, struct load_opts *o)
 			o->db = v;
 		else if (!strcmp(a, "--instance"))
 			o->instance = v;
+		else if (!strcmp(a, "--gateway"))
+			o->gateway = v;
+		else if (!strcmp(a, "--api-key-file"))
+			o->api_key_file = v;
 		else if (!strcmp(a, "--rate"))
 			bad = number(a, v, 0.1, 1000, &o->rate);
 		else if (!strcmp(a, "--duration"))
@@ -100,6 +110,10 @@ static int parse(int argc, char **argv, struct load_opts *o)
 			return 2;
 	}
 	o->seed = (uint64_t)seed;
+	if (!o->gateway != !o->api_key_file) {
+		fprintf(stderr, "outbox-demo-load: --gateway and --api-key-file go together\n");
+		return 2;
+	}
 	if (!o->population || !o->db || !*o->db) {
 		fprintf(stderr, "outbox-demo-load: %s is required\n",
 			!o->population ? "--population" : "--db (or OUTBOX_DATABASE_URL)");
@@ -131,6 +145,8 @@ static int mark(PGconn *conn, const char *sql)
 struct run {
 	const struct load_opts *o;
 	PGconn *conn;
+	struct gw_client gw;
+	struct load_sinks sinks;
 	struct mix mix;
 	struct load_tally tally;
 	struct progress prog;
@@ -150,7 +166,7 @@ static int tick_steady(struct run *r, int64_t now)
 		int n = mix_next(&r->mix, it);
 
 		for (int i = 0; i < n; i++)
-			if (load_send(r->conn, &r->mix, &it[i], &r->tally))
+			if (load_send(&r->sinks, &r->mix, &it[i], &r->tally))
 				return -1;
 		r->steady += n;
 	}
@@ -164,7 +180,7 @@ static int tick_recurring(struct run *r, int64_t now)
 		return 0;
 	r->next_round += MIX_RECURRING_S * 1000;
 	for (int i = 0, n = mix_recurring(&r->mix, r->plans, r->batch, r->plans); i < n; i++)
-		if (load_send(r->conn, &r->mix, &r->batch[i], &r->tally))
+		if (load_send(&r->sinks, &r->mix, &r->batch[i], &r->tally))
 			return -1;
 	return 0;
 }
@@ -231,6 +247,13 @@ static void print_plan(const struct run *r)
 	       "business table):\n");
 	for (int i = 0; app_transaction_text[i]; i++)
 		printf("      %s\n", app_transaction_text[i]);
+	if (r->o->gateway)
+		printf("   referral payouts (marketing) and rebalances (treasury) come over HTTP: "
+		       "POST "
+		       "%s/api/v1/ops with an API key\n",
+		       r->o->gateway);
+	else
+		printf("   referral payouts and rebalances too (no gateway to POST them to)\n");
 	printf("   recurring deposits: %d plans every %d s (LOW); 1 client request in %d is "
 	       "retried\n\n",
 	       r->plans, MIX_RECURRING_S, LOAD_RETRY_ONE_IN);
@@ -248,6 +271,9 @@ static void print_tally(const struct run *r)
 	       r->tally.sent, r->o->duration_s, (double)r->tally.sent / r->o->duration_s,
 	       n[IW_DEPOSIT], n[IW_WITHDRAW] + n[IW_OVERDRAFT], n[IW_OVERDRAFT], n[IW_RECURRING],
 	       n[IW_REFERRAL], n[IW_REBALANCE], r->tally.retries);
+	if (r->tally.via_http)
+		printf("   %" PRId64 " of them came over HTTP (referral payouts, rebalances)\n",
+		       r->tally.via_http);
 	fflush(stdout);
 }
 
@@ -291,9 +317,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "outbox-demo-load: %s\n", err.msg);
 		return 1;
 	}
+	r.sinks.conn = r.conn;
+	if (o.gateway) {
+		if (gw_open(&r.gw, o.gateway, o.api_key_file, why, sizeof(why))) {
+			fprintf(stderr, "outbox-demo-load: %s\n", why);
+			PQfinish(r.conn);
+			return 2;
+		}
+		r.sinks.gw = &r.gw;
+	}
 	mix_init(&r.mix, &pop, o.seed);
 	rc = run(&r) ? 1 : 0;
 	progress_close(&r.prog);
+	if (r.sinks.gw)
+		gw_close(&r.gw);
 	free(r.batch);
 	PQfinish(r.conn);
 	return rc;

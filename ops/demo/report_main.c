@@ -127,6 +127,10 @@ static int print_rows(const struct report_data *d)
 	       (long long)d->rows_open,
 	       d->rows_agree == d->rows ? "each one agrees with its op"
 					: "SOME DISAGREE WITH THEIR OP");
+	if ((int64_t)d->n_ops > d->rows)
+		printf("   the other %lld ops came over HTTP from services without a business row "
+		       "here\n",
+		       (long long)d->n_ops - (long long)d->rows);
 	return d->rows_agree == d->rows ? 0 : 1;
 }
 

@@ -1,12 +1,11 @@
 /*
- * send.c - one intent to outboxd through its public entry point (load.h).
- *
- * Today every intent goes through SQL, in the core application's
- * transaction (app.c). Intents marked via_http (other services: referral
- * payouts, treasury rebalances) are where the gateway's HTTP enqueue plugs
- * in once it exists; until then they take the SQL path too.
+ * send.c - one intent to outboxd through its public entry points (load.h):
+ * the core application's SQL transaction (app.c), or, for the intents of
+ * other services (via_http: referral payouts, treasury rebalances), the
+ * gateway's HTTP enqueue (http.c) when the driver was given one.
  */
 #include "ops/demo/app.h"
+#include "ops/demo/http.h"
 #include "ops/demo/load.h"
 
 #include <inttypes.h>
@@ -19,12 +18,21 @@ static int fail(const struct intent *it, const struct outbox_error *err)
 	return -1;
 }
 
-int load_send(PGconn *conn, struct mix *m, const struct intent *it, struct load_tally *t)
+static int enqueue(const struct load_sinks *s, const struct intent *it, struct app_result *r,
+		   struct outbox_error *err)
+{
+	if (it->via_http && s->gw)
+		return gw_enqueue(s->gw, it, r, err);
+	return app_enqueue(s->conn, it, r, err);
+}
+
+int load_send(const struct load_sinks *s, struct mix *m, const struct intent *it,
+	      struct load_tally *t)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct app_result r, again;
 
-	if (app_enqueue(conn, it, &r, &err))
+	if (enqueue(s, it, &r, &err))
 		return fail(it, &err);
 	if (!r.created) {
 		/* Every business record is new: an existing op means a bug in the mix. */
@@ -34,9 +42,10 @@ int load_send(PGconn *conn, struct mix *m, const struct intent *it, struct load_
 	}
 	t->sent++;
 	t->by_what[it->what]++;
+	t->via_http += it->via_http && s->gw;
 	/* The client timed out and sent the same request again: same op, nothing new. */
 	if (m->seq[it->what] % LOAD_RETRY_ONE_IN == 0) {
-		if (app_enqueue(conn, it, &again, &err))
+		if (enqueue(s, it, &again, &err))
 			return fail(it, &err);
 		if (again.created || again.op_id != r.op_id) {
 			outbox_error_set(&err, OUTBOX_ESTATE, "",
