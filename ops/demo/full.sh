@@ -45,7 +45,9 @@ full_population() {
 GATEWAY=""
 GW_ENV=()
 full_gateway_port() {
-	"$B/outboxctl" keys 2>&1 | grep -q 'keys create' || return 0
+	local usage
+	usage=$("$B/outboxctl" keys 2>&1) # usage, exit 2, when this outboxctl has keys
+	grep -q 'keys create' <<<"$usage" || return 0
 	local port=18080
 	while [[ -n $(ss -Hltn "( sport = :$port )" 2>/dev/null) ]]; do
 		port=$((port + 1))
