@@ -46,7 +46,7 @@ GATEWAY=""
 GW_ENV=()
 full_gateway_port() {
 	local usage
-	usage=$("$B/outboxctl" keys 2>&1) # usage, exit 2, when this outboxctl has keys
+	usage=$("$B/outboxctl" keys 2>&1) || true # its usage (exit 2) when this outboxctl has keys
 	grep -q 'keys create' <<<"$usage" || return 0
 	local port=18080
 	while [[ -n $(ss -Hltn "( sport = :$port )" 2>/dev/null) ]]; do
