@@ -107,6 +107,28 @@ full_load() {
 	BG_PIDS=()
 }
 
+# One request as a client would write it: an urgent reserve top-up that
+# waits for its outcome ("wait": true), then a few lines of /metrics.
+full_gateway_show() {
+	[[ -n $GATEWAY ]] || return 0
+	say "the gateway: a synchronous enqueue over HTTP, and /metrics"
+	local signer body ans t0
+	signer=$(awk '$1 == "signer" { print $2; exit }' "$TMP/population")
+	body=$(jq -nc --arg s "$signer" '{kind: "REBALANCE", userId: "treasury", businessRecordId: "rb-urgent-1",
+		signer: $s, payload: {amount: "50000000000"}, priority: "CRITICAL", wait: true}')
+	(umask 077 && printf 'Authorization: Bearer %s\n' "$(cat "$TMP/api.key")" >"$TMP/auth.header")
+	info "curl -H 'Authorization: Bearer <key>' -d '${body//$signer/G...}' $GATEWAY/api/v1/ops"
+	t0=$(date +%s.%N)
+	ans=$(curl -sS --max-time 130 -H @"$TMP/auth.header" -H 'Content-Type: application/json' \
+		-d "$body" "$GATEWAY/api/v1/ops") || die "POST $GATEWAY/api/v1/ops failed"
+	jq -e '.op.status == "CONFIRMED"' <<<"$ans" >/dev/null ||
+		die "the synchronous enqueue did not end CONFIRMED: $ans"
+	info "-> $(jq -c '{op: (.op | {id, status, priority}), timedOut}' <<<"$ans") after $(awk -v t="$t0" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - t }') s"
+	curl -fsS --max-time 5 "$GATEWAY/metrics" |
+		grep -E '^outbox_(ops_confirmed|fee_bumps|ops_deferred|low_deferred)_total|^outbox_queue_depth' |
+		head -n 8 | sed 's/^/   \/metrics: /' || true
+}
+
 full_report() {
 	say "summary"
 	local rc=0
@@ -118,6 +140,7 @@ full_run() {
 	full_population
 	full_outboxd
 	full_load
+	full_gateway_show
 	full_report
 	exactly_once
 }
