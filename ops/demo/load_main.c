@@ -253,7 +253,8 @@ static void print_plan(const struct run *r)
 		       "%s/api/v1/ops with an API key\n",
 		       r->o->gateway);
 	else
-		printf("   referral payouts and rebalances too (no gateway to POST them to)\n");
+		printf("   (this build has no gateway: referral payouts and rebalances use SQL "
+		       "too)\n");
 	printf("   recurring deposits: %d plans every %d s (LOW); 1 client request in %d is "
 	       "retried\n\n",
 	       r->plans, MIX_RECURRING_S, LOAD_RETRY_ONE_IN);

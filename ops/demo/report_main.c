@@ -289,10 +289,11 @@ static void print_charts(const struct report_data *d, const struct opts *o)
 	       o->utf8 ? "\u2022" : "o");
 	chart_bars(stdout, s.p50, s.p99, s.n, 6, o->utf8, "%.1fs");
 	chart_axis(stdout, s.n, s.bucket, o->utf8);
-	printf("%*s(fee: recommended, up to %.0f stroops; congestion: low..severe)\n",
-	       CHART_LABEL_W, "", fee_max);
-	chart_strip(stdout, "fee", s.fee, s.n, 0, o->utf8);
-	chart_strip(stdout, "congestion", s.level, s.n, 3, o->utf8);
+	printf("%*s(the oracle's recommended fee, up to %.0f stroops, and congestion level,\n"
+	       "%*s low..severe; then what the demo injected)\n",
+	       CHART_LABEL_W, "", fee_max, CHART_LABEL_W, "");
+	chart_strip(stdout, "fee (oracle)", s.fee, s.n, 0, o->utf8);
+	chart_strip(stdout, "level (oracle)", s.level, s.n, 3, o->utf8);
 	for (size_t i = 0; i < d->n_marks; i++)
 		chart_span(stdout, d->marks[i].label, d->marks[i].start, d->marks[i].end, s.n,
 			   s.bucket, o->utf8);
