@@ -13,7 +13,7 @@
 # for the report's timeline. It runs in the background; SIGTERM ends it at once
 # (it waits with pause, common.sh, and stops that sleep as it goes).
 
-SCENARIO_BG=${OUTBOX_DEMO_BG:-18} # competing bids per ledger in the congestion phase (capacity: LEDGER_CAPACITY)
+SCENARIO_BG=$((10#${OUTBOX_DEMO_BG:-18})) # competing bids per ledger while congested (of LEDGER_CAPACITY)
 
 scenario_run() {
 	set +e
