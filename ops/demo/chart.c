@@ -48,8 +48,9 @@ static void bar_row(FILE *out, const double *v, const double *marks, int n, int 
 		int fill = eighths_of(v[i], max, height) - row * 8;
 		int mark = marks ? eighths_of(marks[i], max, height) : 0;
 
-		/* a mark shows in its cell when the bar stays below that cell */
-		if (mark > 0 && (mark - 1) / 8 == row && fill <= 0)
+		/* a mark shows in its cell when the bar stays below that cell; not in
+		 * the lowest row, where it would only say "small" */
+		if (row > 0 && mark > 0 && (mark - 1) / 8 == row && fill <= 0)
 			fputs(utf8 ? "\u2022" : "o", out);
 		else
 			fputs(cell(fill, utf8), out);

@@ -149,5 +149,5 @@ closing_words() {
 	say "next"
 	info "watch a longer run live: ops/demo.sh --duration 600 & then, in another terminal,"
 	info "  OUTBOX_INSTANCE=<the instance it prints> build/outboxctl top   (processes, rates, fees, queue depth)"
-	info "more load: ops/demo.sh --rate 30; the pieces: ops/demo/ (README.md, ops/README.md)"
+	info "more load: ops/demo.sh --rate 30; how the demo works: ops/README.md (demo.sh)"
 }

@@ -219,7 +219,7 @@ END_TEST
 
 START_TEST(test_chart_bars_ascii)
 {
-	const double v[4] = {0, 1, 2, 4}, marks[4] = {0, 4, 0, 0};
+	const double v[4] = {0, 1, 2, 4}, marks[4] = {1, 4, 0, 0};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -227,7 +227,8 @@ START_TEST(test_chart_bars_ascii)
 	chart_bars(f, v, marks, 4, 2, false, "%.0f/s");
 	fclose(f); /* buf now holds what was rendered */
 	/* 4 is the top of 2 rows (16 eighths): 1 -> 4 eighths ('+'), 2 -> a full
-	 * lower cell, 4 -> both; the mark at 4 shows above the bar of 1 */
+	 * lower cell, 4 -> both; the mark at 4 shows above the bar of 1, the
+	 * mark at 1 (in the lowest row) does not show */
 	ck_assert_str_eq(buf, "               4/s | o #\n"
 			      "                 0 | +##\n");
 	free(buf);
