@@ -5,7 +5,8 @@
 #
 #   12%..22%  the RPC misbehaves: 15% HTTP 503, 5% garbage bodies, 3% never answered
 #   28%       a worker is SIGKILLed; the supervisor restarts it
-#   38%..68%  congestion: more competing bids than a ledger holds, rising each ledger
+#   38%..68%  congestion: competing transactions fill 18 of a ledger's 20 slots (OUTBOX_DEMO_BG),
+#             bidding higher every ledger: a capacity crunch with surge pricing
 #   76%..86%  two RPC nodes lagging 2 and 6 ledgers behind a load balancer, and
 #             sendTransaction losing 10% of the transactions it accepts
 #
@@ -92,11 +93,11 @@ scenario_kill_worker() {
 scenario_congestion() {
 	mark_start "congestion"
 	sim_faults "{\"background_fee_load\": $SCENARIO_BG}"
-	sc_say "congestion: $SCENARIO_BG competing bids per ledger for $LEDGER_CAPACITY slots, bidding higher every ledger"
+	sc_say "congestion: $SCENARIO_BG competing transactions a ledger for its $LEDGER_CAPACITY slots, bidding higher every ledger"
 	scenario_at 0.68
 	sim_faults '{"background_fee_load": 0}'
 	mark_end
-	sc_say "congestion over: the competing bids are gone"
+	sc_say "congestion over: the competing transactions are gone"
 }
 
 scenario_lag() {

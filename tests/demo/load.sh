@@ -20,7 +20,7 @@ need '^ +[0-9]+s +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' 'a progress
 need '>> .*fault: the Stellar RPC answers' 'RPC faults injected'
 need '>> .*fault: worker 1 \(pid [0-9]+\) SIGKILLed' 'a worker killed'
 need '>> .*the supervisor restarted worker 1 as pid [0-9]+' 'the worker restarted'
-need '>> .*congestion: [0-9]+ competing bids' 'congestion'
+need '>> .*congestion: [0-9]+ competing transactions' 'congestion'
 need '>> .*congestion over' 'congestion ended'
 need '>> .*fault: two RPC nodes' 'lagging RPC nodes'
 need '^ +every op settled ' 'every op settled'
