@@ -1,9 +1,8 @@
 /*
- * mix.c - the demo's population and business events (mix.h).
+ * mix.c - the demo's business events (mix.h); population.c reads who exists.
  */
 #include "ops/demo/mix.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
