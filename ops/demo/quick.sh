@@ -26,8 +26,11 @@ quick_population() {
 
 quick_outboxd() {
 	say "outboxd: supervisor + fee oracle + 2 workers (log: $TMP/outboxd.log)"
+	# OUTBOX_HTTP_ADDR port 0: a gateway, in a build that has one, takes any
+	# free port rather than 8080, which another run may hold.
 	start_outboxd OUTBOX_WORKERS=2 OUTBOX_DISPATCH_INTERVAL_MS=200 OUTBOX_BACKOFF_BASE_MS=200 \
-		OUTBOX_BACKOFF_MAX_MS=1000 FEE_ORACLE_POLL_MS=500 FEE_ORACLE_TTL_MS=2000
+		OUTBOX_BACKOFF_MAX_MS=1000 FEE_ORACLE_POLL_MS=500 FEE_ORACLE_TTL_MS=2000 \
+		OUTBOX_HTTP_ADDR=127.0.0.1:0
 }
 
 declare -A LAST # op id -> the status last shown
