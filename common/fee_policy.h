@@ -58,4 +58,19 @@ struct fee_decision {
 void fee_policy_decide(struct fee_decision *out, const struct fee_policy_params *p,
 		       const struct fee_policy_in *in);
 
+/*
+ * The inclusion bid per operation for fee bump n (>= 1) of an envelope
+ * whose first bid was first_bid: the larger of
+ *   - first_bid compounded n times by the bump multiplier, and
+ *   - what fee_policy_decide bids a fresh op of this priority now (step 0,
+ *     never deferred: the envelope is already out),
+ * capped at max_abs_fee. The second term is why a bump follows the market:
+ * compounding from a bid made before a fee spike can stay below what the
+ * spike's ledgers accept for every bump, so an op would wait out the whole
+ * spike while each bump still "escalates". *max_fee_hit as in decide.
+ */
+uint64_t fee_policy_bump_bid(const struct fee_policy_params *p, enum op_priority priority,
+			     const struct fee_view *view, uint64_t first_bid, uint32_t n,
+			     bool *max_fee_hit);
+
 #endif

@@ -31,7 +31,6 @@
 #include "common/clock.h"
 #include "common/crashpoint.h"
 #include "common/fee_policy.h"
-#include "common/feemath.h"
 #include "common/log.h"
 #include "common/stellar/classify.h"
 #include "common/stellar/xdr.h"
@@ -203,13 +202,17 @@ static bool bump_fee(struct job *j, int64_t *fee)
 				    .n_ops = cur > 0 ? 2u : 1u};
 	bool queued = j->sent_ledger && j->w->chain_ledger < j->sent_ledger + WORKER_QUEUE_LEDGERS;
 	int64_t min_fee, want, cap = cfg->max_abs_fee + j->resource_fee;
+	struct fee_policy_params pp = {.max_abs_fee = (uint64_t)cfg->max_abs_fee,
+				       .bump_milli = cfg->fee_bump_multiplier_milli};
 	bool capped = false;
 
 	if (txbuild_fee_bump_min_fee(&in, FEE_POLICY_MIN_FEE, queued ? &q : NULL, &min_fee, &err))
 		return false;
-	want = (int64_t)fee_for_step((uint64_t)(j->inner_fee - j->resource_fee) * 2,
-				     cfg->fee_bump_multiplier_milli, (uint32_t)j->n_env,
-				     (uint64_t)cfg->max_abs_fee, &capped) +
+	/* A fee bump pays for two operations (its own and the inner one). */
+	want = (int64_t)fee_policy_bump_bid(&pp, j->prio, &j->w->fees,
+					    (uint64_t)(j->inner_fee - j->resource_fee),
+					    (uint32_t)j->n_env, &capped) *
+		       2 +
 	       j->resource_fee;
 	if (want < min_fee)
 		want = min_fee;

@@ -10,7 +10,9 @@
  *    its per-operation rate (replace-by-fee: common/stellar/README.md, Queue
  *    rules; worker/follow.c try_bump), and when OUTBOX_MAX_ABS_FEE is below that
  *    10x minimum the worker waits for the queue to drop the envelope and
- *    only then sends a milder bump.
+ *    only then sends a milder bump;
+ *  - a bump bids at least what the market recommends now, when that is more
+ *    than the first bid compounded (fee_policy_bump_bid).
  *
  * The sim runs with an hour-long ledger clock and the tests close ledgers
  * through /debug/close. That is what makes the fee assertions exact: the
@@ -478,6 +480,49 @@ START_TEST(test_bump_capped_waits_for_queue_drop)
 }
 END_TEST
 
+/*
+ * A bump follows the market: the envelope waits in the queue (its 10x
+ * replacement is above OUTBOX_MAX_ABS_FEE 1900) while loaded ledgers push
+ * the recommended fee R above twice the first bid. When the queue drops
+ * it, the bump bids at least R per operation (fee_policy_bump_bid), not the
+ * first bid compounded once (2 x 100), which ledgers clearing near R would
+ * leave out for as long as the spike lasts.
+ */
+START_TEST(test_bump_follows_market)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_SUBMITTED_TIMEOUT_MS=3000", "OUTBOX_MAX_ABS_FEE=1900",
+			     "FEE_ORACLE_DWELL_MS=0", NULL};
+	struct attempt_fee inner, bump;
+	long long sent_ledger, r;
+	json_t *fee;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, SIM_MANUAL " --ledger-capacity 2", env);
+	sent_ledger = queue_and_outbid(&f, &inner);
+	ck_assert_int_eq(close_ledgers(&f, 2), sent_ledger + 3);
+	fee = fee_at_ledger(&f, sent_ledger + 3);
+	workers_see(&f, fee);
+	r = ph_int(fee, "recommendedBaseFee");
+	json_decref(fee);
+	printf("{\"test\":\"bump_follows_market\",\"first_bid\":%lld,\"recommended\":%lld}\n",
+	       inner.incl, r);
+	ck_assert_msg(r > 2 * inner.incl,
+		      "the loaded ledgers did not lift the recommended fee (%lld) above twice "
+		      "the first bid (%lld): this test proves nothing",
+		      r, inner.incl);
+	ck_assert_msg(bumps(&f) == 0, "a bump was sent while the envelope was queued");
+	/* the 4th ledger since the send drops the envelope; the fee only rises meanwhile */
+	ck_assert_int_eq(close_ledgers(&f, 1), sent_ledger + 4);
+	first_bump(&f, &inner, &bump);
+	ck_assert_msg(bump.incl >= 2 * r,
+		      "the bump bids %lld over 2 ops while the market recommends %lld per op",
+		      bump.incl, r);
+	confirmed_by_bump(&f);
+	stop(&f);
+}
+END_TEST
+
 /* One case per test, named after it: CK_RUN_CASE=<name> runs one. */
 #define CASE_TIMEOUT_S 120
 
@@ -490,6 +535,7 @@ static Suite *dispatch_fees_suite(void)
 	dh_add_case(s, "bump_while_queued_10x", test_bump_while_queued_bids_10x, CASE_TIMEOUT_S);
 	dh_add_case(s, "bump_capped_waits_for_drop", test_bump_capped_waits_for_queue_drop,
 		    CASE_TIMEOUT_S);
+	dh_add_case(s, "bump_follows_market", test_bump_follows_market, CASE_TIMEOUT_S);
 	return s;
 }
 

@@ -194,6 +194,89 @@ START_TEST(test_fee_policy_stale_view)
 }
 END_TEST
 
+/*
+ * Fee bumps: every priority, congestion, view, first bid, cap, multiplier
+ * and bump number. The bid is the larger of the compounded first bid and
+ * the market's step-0 bid (both through the reference), so it never falls
+ * below either, never passes the cap, never decreases from bump to bump
+ * under one view, and follows a market that rose above the compounding.
+ */
+START_TEST(test_fee_policy_bump_bid)
+{
+	static const uint64_t recs[] = {0, 100, 250, 1700, 99999, 10000000, UINT64_MAX};
+	static const uint64_t aggs[] = {0, 100, 3400, 20000, UINT64_MAX};
+	static const uint64_t firsts[] = {0, 1, 100, 200, 1700, 5000000, UINT64_MAX};
+	static const uint64_t caps[] = {100, 1000, 100000, 10000000};
+	static const uint32_t mults[] = {1001, 2000, 10000};
+	size_t n_checked = 0;
+
+	enum { NL = 4, NR = 7, NA = 5, NF = 7, NC = 4, NM = 3 };
+	const size_t total = (size_t)OP_PRIO_COUNT * NL * NR * NA * NF * NC * NM;
+
+	for (size_t idx = 0; idx < total; idx++) {
+		size_t x = idx;
+		size_t mi = x % NM, ci = (x /= NM) % NC, fi = (x /= NC) % NF, ai = (x /= NF) % NA;
+		size_t ri = (x /= NA) % NR, li = (x /= NR) % NL;
+		int pr = (int)(x / NL);
+		struct fee_policy_params p = {.max_abs_fee = caps[ci], .bump_milli = mults[mi]};
+		struct fee_view v;
+		uint64_t prev = 0, base, first = firsts[fi] < 100 ? 100 : firsts[fi];
+		bool agg_used;
+
+		view_make(&v, recs[ri], aggs[ai], levels[li]);
+		agg_used = pr == OP_PRIO_CRITICAL && levels[li] >= FEE_CONGESTION_ELEVATED &&
+			   aggs[ai] > recs[ri];
+		base = agg_used ? aggs[ai] : recs[ri];
+		base = base < 100 ? 100 : base;
+		for (uint32_t n = 1; n <= 8; n++) {
+			bool hit, c_hit, m_hit;
+			uint64_t bid = fee_policy_bump_bid(&p, (enum op_priority)pr, &v, firsts[fi],
+							   n, &hit);
+			uint64_t c = ref_bid(first, mults[mi], n, caps[ci] < 100 ? 100 : caps[ci],
+					     &c_hit);
+			uint64_t m = ref_bid(base, mults[mi], 0, caps[ci] < 100 ? 100 : caps[ci],
+					     &m_hit);
+
+			if (bid != (m > c ? m : c) || hit != (m > c ? m_hit : c_hit) ||
+			    bid < prev || bid > (caps[ci] < 100 ? 100 : caps[ci]) || bid < 100)
+				ck_abort_msg("bump %u prio %d congestion %d rec %llu agg %llu "
+					     "first %llu cap "
+					     "%llu mult %u: bid %llu hit %d (compounded %llu "
+					     "market %llu, "
+					     "previous bump %llu)",
+					     n, pr, (int)levels[li], (unsigned long long)recs[ri],
+					     (unsigned long long)aggs[ai],
+					     (unsigned long long)firsts[fi],
+					     (unsigned long long)caps[ci], mults[mi],
+					     (unsigned long long)bid, hit, (unsigned long long)c,
+					     (unsigned long long)m, (unsigned long long)prev);
+			prev = bid;
+			n_checked++;
+		}
+	}
+	ck_assert_uint_eq(n_checked, (size_t)OP_PRIO_COUNT * 4 * 7 * 5 * 7 * 4 * 3 * 8);
+}
+END_TEST
+
+/* The case that motivated the market term: a spike from 100 to 1700 stroops. */
+START_TEST(test_fee_policy_bump_follows_spike)
+{
+	struct fee_policy_params p = {.max_abs_fee = 10000000, .bump_milli = 2000};
+	struct fee_view v;
+	bool hit;
+
+	view_make(&v, 1700, 3400, FEE_CONGESTION_SEVERE);
+	/* compounding alone: 200, 400, 800 - all below what the ledgers take */
+	ck_assert_uint_eq(fee_policy_bump_bid(&p, OP_PRIO_NORMAL, &v, 100, 1, &hit), 1700);
+	ck_assert_uint_eq(fee_policy_bump_bid(&p, OP_PRIO_CRITICAL, &v, 100, 1, &hit), 3400);
+	ck_assert_uint_eq(fee_policy_bump_bid(&p, OP_PRIO_CRITICAL, &v, 100, 6, &hit), 6400);
+	ck_assert(!hit);
+	/* a calm market: pure escalation */
+	view_make(&v, 100, 100, FEE_CONGESTION_LOW);
+	ck_assert_uint_eq(fee_policy_bump_bid(&p, OP_PRIO_LOW, &v, 100, 3, &hit), 800);
+}
+END_TEST
+
 static Suite *fee_policy_suite(void)
 {
 	Suite *s = suite_create("fee_policy");
@@ -203,6 +286,8 @@ static Suite *fee_policy_suite(void)
 	tcase_add_test(tc, test_fee_policy_exhaustive);
 	tcase_add_test(tc, test_fee_policy_low_budget);
 	tcase_add_test(tc, test_fee_policy_stale_view);
+	tcase_add_test(tc, test_fee_policy_bump_bid);
+	tcase_add_test(tc, test_fee_policy_bump_follows_spike);
 	suite_add_tcase(s, tc);
 	return s;
 }
