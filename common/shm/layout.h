@@ -75,7 +75,7 @@
 
 #define SHM_MAGIC        0x4f5554424f584431ULL /* "OUTBOXD1" */
 #define SHM_LAYOUT_MAJOR 1      /* bump = existing bytes reinterpreted; attachers refuse */
-#define SHM_LAYOUT_MINOR 0      /* bump = fields/sections appended; tolerated */
+#define SHM_LAYOUT_MINOR 1      /* bump = fields/sections appended; tolerated (1: stats families) */
 #define SHM_ENDIAN_MARK  0x1234 /* written natively */
 #define SHM_CACHELINE    64
 #define SHM_ALIGN        128 /* section alignment and hot per-writer lines */
@@ -208,6 +208,9 @@ struct shm_stats_block {
 	_Atomic uint64_t counter[SHM_COUNTER_CAP]; /* owner; monotonic */
 	_Atomic int64_t gauge[SHM_GAUGE_CAP];      /* owner */
 	struct shm_histogram hist[SHM_HIST_CAP];   /* owner */
+	/* 1.1, appended: the labeled families of metrics.h */
+	_Atomic uint64_t family[SHM_FAMILY_CAP];               /* owner; monotonic */
+	struct shm_histogram family_hist[SHM_FAMILY_HIST_CAP]; /* owner */
 };
 
 /* ---- QSBR (fee snapshot readers) -------------------------------------- */
