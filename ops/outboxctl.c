@@ -13,6 +13,7 @@ static const struct ctl_command commands[] = {
 	{"tx", ctl_tx, "decode a base64 transaction envelope to JSON (tx decode)"},
 	{"stats", ctl_stats, "process table, counters and fee snapshot of a running instance"},
 	{"fee", ctl_fee, "the current fee snapshot of a running instance and its age"},
+	{"keys", ctl_keys, "the gateway's API keys: create (printed once), list, revoke"},
 	{"audit", ctl_audit, "read the event topic and check every op's history and chain (--verify: against the table too)"},
 };
 
