@@ -153,7 +153,11 @@ static const struct bad {
 	{"OUTBOX_KAFKA_BROKERS", "127.0.0.1", "host:port[,host:port...]"},
 	{"OUTBOX_KAFKA_BROKERS", "a:1,", "host:port[,host:port...]"},
 	{"OUTBOX_KAFKA_TOPIC", "", "a non-empty printable string"},
-	{"OUTBOX_HTTP_ADDR", "127.0.0.1:70000", "host:port with port 0..65535"},
+	{"OUTBOX_HTTP_ADDR", "127.0.0.1:70000", "host:port with port 0..65535, or off"},
+	{"OUTBOX_HTTP_ADDR", "Off", "host:port with port 0..65535, or off"},
+	{"OUTBOX_HTTP_THREADS", "0", "an integer in 1..64"},
+	{"OUTBOX_HTTP_RATE_LIMIT", "0", "an integer in 1..1000000"},
+	{"OUTBOX_HTTP_RATE_BURST", "1000001", "an integer in 1..1000000"},
 	{"OUTBOX_LOG_FORMAT", "xml", "kv or json"},
 	{"OUTBOX_RUN_DIR", "", "a non-empty printable string"},
 };
