@@ -480,12 +480,13 @@ int gw_http_start(struct gateway *g)
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	g->mhd = MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, g, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		flags, 0, NULL, NULL, on_request, g, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, g,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 		(size_t)65536, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)512,
 		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, g, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, g, MHD_OPTION_END);
+		on_completed, g, MHD_OPTION_END);
 	if (!g->mhd) {
 		log_err("http: cannot listen on %s", cfg->http_addr);
 		return -EADDRINUSE;
