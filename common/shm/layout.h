@@ -27,13 +27,12 @@
  * 3 + i worker i (SHM_PROC_WORKER0). The process table, the stats blocks and
  * the QSBR reader counters are all indexed by this one number.
  *
- * The gateway is a role this version does not build: the supervisor's role
- * table forks none, so its slot stays FREE (outboxctl stats does not list
- * it), no signal is ever sent to it, and its hint rings (SHM_PRODUCER_GATEWAY,
- * NEW_OP hints) stay empty; workers already read them. Slot 2 and those
- * rings stay in the layout because taking them out renumbers every worker's
- * slot and every ring (a major version), and the gateway needs exactly them
- * back.
+ * The gateway (ops/gateway/) runs in slot 2 unless OUTBOX_HTTP_ADDR is off
+ * (then its slot stays FREE and outboxctl stats does not list it). It writes
+ * its proc slot and stats block, reads every stats block and copies the fee
+ * snapshot with the seqcount (its QSBR counter stays offline). Its hint rings
+ * (SHM_PRODUCER_GATEWAY, NEW_OP hints) stay empty: it pushes no hints yet;
+ * workers already read them.
  *
  * Notes on synchronisation (who writes what)
  * ------------------------------------------
@@ -273,7 +272,7 @@ struct shm_fee_slot {
 /* ---- hint rings ------------------------------------------------------- */
 
 enum shm_producer {
-	SHM_PRODUCER_GATEWAY = 0, /* new op ids; no gateway is built yet (see the top) */
+	SHM_PRODUCER_GATEWAY = 0, /* new op ids; the gateway pushes none yet (see the top) */
 	SHM_PRODUCER_ORACLE = 1,  /* landed tx hashes from the ledger follower */
 	SHM_N_PRODUCERS = 2,
 };

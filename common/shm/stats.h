@@ -4,12 +4,15 @@
  * Each process owns exactly one struct shm_stats_block (layout.h), indexed by
  * its process index, and is its only writer, so updates are a relaxed load
  * plus a relaxed store (no locked read-modify-write). Readers (outboxctl;
- * a gateway's /metrics once one is built) load each word atomically with
+ * the gateway's /metrics) load each word atomically with
  * relaxed ordering; that is enough because every counter is independent and
  * monotonic: a reader may see a slightly old value, never a torn one, and
  * never one that goes backwards. A histogram's buckets, count and sum are read one by one and
  * can disagree by the observations that raced the read; Prometheus tolerates
  * that (sum of buckets is reported as the count when exporting).
+ *
+ * The gateway's own block has several writer threads (its HTTP pool): they
+ * add with atomic_fetch_add, which readers see the same way.
  *
  * Restarts keep the counters: a respawned process continues from the values
  * in its block (stats_block_restart only bumps the generation).
