@@ -303,6 +303,7 @@ env -u OUTBOX_CONFIG_FILE \
 	"FEE_ORACLE_TTL_MS=2000" \
 	"OUTBOX_KAFKA_BROKERS=$KAFKA" \
 	"OUTBOX_KAFKA_TOPIC=$TOPIC" \
+	"OUTBOX_HTTP_ADDR=127.0.0.1:0" \
 	setsid "$B/outboxd" >"$TMP/outboxd.log" 2>&1 &
 OUTBOXD_PID=$!
 up=0
