@@ -285,7 +285,7 @@ info "funded: signers $(short "${SIGNERS[0]}") $(short "${SIGNERS[1]}") $(short 
 info "        customers alice $(short "$ALICE") 100 XLM, bob $(short "$BOB") 10 XLM, carol $(short "$CAROL") none"
 
 # ---------------------------------------------------------------- 4. outboxd
-say "outboxd: supervisor + fee oracle + 2 workers (log: $TMP/outboxd.log)"
+say "outboxd: supervisor + fee oracle + gateway + 2 workers (log: $TMP/outboxd.log)"
 env -u OUTBOX_CONFIG_FILE \
 	"OUTBOX_DATABASE_URL=$DB_URL" \
 	"STELLAR_RPC_URL=$SIM/" \
