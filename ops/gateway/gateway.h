@@ -83,6 +83,7 @@ struct gw_req {
 	bool audited;    /* under /api/admin or /api/v1/ops: every answer is audited */
 	bool suspended;  /* handed to the loop; resumed once answered */
 	bool answered;   /* status and body are set */
+	bool responded;  /* handed to MHD (HTTP thread only) */
 	bool too_big;    /* the body went past GW_BODY_MAX */
 	char method[8];
 	char path[256];

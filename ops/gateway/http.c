@@ -178,6 +178,9 @@ static enum MHD_Result respond(struct gateway *g, struct gw_req *r)
 	enum MHD_Result rc;
 	char ra[16];
 
+	if (r->responded) /* queued already (an early refusal): MHD is only reading the rest */
+		return MHD_YES;
+	r->responded = true;
 	resp = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_FREE);
 	if (!resp)
 		return MHD_NO;
@@ -266,7 +269,9 @@ static enum MHD_Result begin(struct gateway *g, struct MHD_Connection *c, const 
 		snprintf(r->path, sizeof(r->path), "%s", url);
 	client_name(c, r->client, sizeof(r->client), &sa);
 	*con_cls = r;
-	early_refusal(g, r, method, sa);
+	/* answered at once: MHD sends it without reading a body it was not asked for */
+	if (early_refusal(g, r, method, sa))
+		return respond(g, r);
 	return MHD_YES;
 }
 

@@ -159,10 +159,13 @@ static void bucket_free(struct rcu_head *h)
 void gw_limiter_gc(struct gw_limiter *l, int64_t now_ms)
 {
 	struct cds_lfht_iter it;
-	struct bucket *b;
+	struct cds_lfht_node *n;
 
 	urcu_memb_read_lock();
-	cds_lfht_for_each_entry (l->ht, &it, b, node) {
+	/* node by node: cds_lfht_for_each_entry forms a pointer from NULL at the end */
+	cds_lfht_for_each (l->ht, &it, n) {
+		struct bucket *b = caa_container_of(n, struct bucket, node);
+
 		if (now_ms - atomic_load_explicit(&b->used_ms, memory_order_relaxed) <
 		    LIMIT_IDLE_MS)
 			continue;
