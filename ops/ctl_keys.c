@@ -79,7 +79,8 @@ static int keys_insert(PGconn *conn, const char *name, unsigned mask, const char
 		fprintf(stderr, "outboxctl keys create: %s", PQresultErrorMessage(res));
 		rc = 1;
 	} else {
-		fprintf(stderr, "key %s (id %s) created with scopes %s; it is shown once, store it now\n",
+		fprintf(stderr,
+			"key %s (id %s) created with scopes %s; it is shown once, store it now\n",
 			prefix, PQgetvalue(res, 0, 0), scopes);
 	}
 	PQclear(res);

@@ -32,10 +32,10 @@
 #ifndef OUTBOX_SHM_METRICS_H
 #define OUTBOX_SHM_METRICS_H
 
-#define SHM_COUNTER_CAP  64
-#define SHM_GAUGE_CAP    32
-#define SHM_HIST_CAP     8
-#define SHM_HIST_BUCKETS 16
+#define SHM_COUNTER_CAP     64
+#define SHM_GAUGE_CAP       32
+#define SHM_HIST_CAP        8
+#define SHM_HIST_BUCKETS    16
 #define SHM_FAMILY_CAP      128 /* counter cells of all counter families */
 #define SHM_FAMILY_HIST_CAP 16  /* histograms of all histogram families */
 

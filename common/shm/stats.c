@@ -18,17 +18,18 @@ _Static_assert(SHM_N_HISTS <= SHM_HIST_CAP, "too many histograms: raise SHM_HIST
 
 /* The values of each label dimension: kinds and priorities as common/priority.c names them. */
 static const char *const dim_labels[SHM_N_DIMS] = {"", "kind", "priority", "outcome"};
-static const unsigned dim_sizes[SHM_N_DIMS] = {SHM_DIM_NONE_N, SHM_DIM_KIND_N,
-					       SHM_DIM_PRIORITY_N, SHM_DIM_OUTCOME_N};
+static const unsigned dim_sizes[SHM_N_DIMS] = {SHM_DIM_NONE_N, SHM_DIM_KIND_N, SHM_DIM_PRIORITY_N,
+					       SHM_DIM_OUTCOME_N};
 static const char *const dim_kind[SHM_DIM_KIND_N] = {"DEPOSIT", "WITHDRAW", "REBALANCE",
 						     "REFERRAL_REWARD"};
 static const char *const dim_prio[SHM_DIM_PRIORITY_N] = {"CRITICAL", "NORMAL", "LOW"};
 static const char *const dim_outcome[SHM_DIM_OUTCOME_N] = {"confirmed", "retry", "failed"};
 
 #define FDIMS_(id, name, help, d1, d2, d3, ...) {SHM_DIM_##d1, SHM_DIM_##d2, SHM_DIM_##d3},
-#define FCELLS_(id, name, help, d1, d2, d3, ...) (SHM_DIM_##d1##_N * SHM_DIM_##d2##_N * SHM_DIM_##d3##_N) +
-#define FNAME_(id, name, ...)       name,
-#define FHELP_(id, name, help, ...) help,
+#define FCELLS_(id, name, help, d1, d2, d3, ...)                                                   \
+	(SHM_DIM_##d1##_N * SHM_DIM_##d2##_N * SHM_DIM_##d3##_N) +
+#define FNAME_(id, name, ...)                         name,
+#define FHELP_(id, name, help, ...)                   help,
 #define HBASE_(id, name, help, d1, d2, d3, base, div) base,
 #define HDIV_(id, name, help, d1, d2, d3, base, div)  div,
 static const enum shm_dim fam_dims[][3] = {SHM_COUNTER_FAMILIES(FDIMS_)};

@@ -88,10 +88,10 @@ static const char *action_of(enum gw_route route)
 }
 
 void gw_api_refuse(struct gateway *g, struct gw_req *r, unsigned status, const char *code,
-		const char *message)
+		   const char *message)
 {
-	json_t *result = json_pack("{s:i, s:s, s:s}", "status", (int)status, "code", code,
-				   "error", message);
+	json_t *result =
+		json_pack("{s:i, s:s, s:s}", "status", (int)status, "code", code, "error", message);
 	json_t *req = gw_http_request_json(r, NULL);
 
 	(void)g;
@@ -167,7 +167,7 @@ static bool one_of(const char *v, const char *const *set)
 	return false;
 }
 
-static const char *const statuses[] = {"PENDING", "SUBMITTED", "CONFIRMED", "FAILED",
+static const char *const statuses[] = {"PENDING",   "SUBMITTED", "CONFIRMED", "FAILED",
 				       "CANCELLED", "HELD",      NULL};
 static const char *const kinds[] = {"DEPOSIT", "WITHDRAW", "REBALANCE", "REFERRAL_REWARD", NULL};
 static const char *const prios[] = {"CRITICAL", "NORMAL", "LOW", NULL};
@@ -190,26 +190,33 @@ static int list_check(struct gateway *g, struct gw_req *r, struct list_q *q, int
 	char *end;
 
 	if (q->bad)
-		return invalid(g, r, q->bad, q->dup ? "is given twice" : "is not a filter of this "
-				       "route (status, kind, priority, userId, cursor, limit)");
+		return invalid(g, r, q->bad,
+			       q->dup ? "is given twice"
+				      : "is not a filter of this "
+					"route (status, kind, priority, userId, cursor, limit)");
 	if (q->v[0] && !one_of(q->v[0], statuses))
-		return invalid(g, r, "status", "'%.40s' is not one of PENDING, SUBMITTED, "
-				 "CONFIRMED, FAILED, CANCELLED, HELD", q->v[0]);
+		return invalid(g, r, "status",
+			       "'%.40s' is not one of PENDING, SUBMITTED, "
+			       "CONFIRMED, FAILED, CANCELLED, HELD",
+			       q->v[0]);
 	if (q->v[1] && !one_of(q->v[1], kinds))
-		return invalid(g, r, "kind", "'%.40s' is not one of DEPOSIT, WITHDRAW, REBALANCE, "
-				 "REFERRAL_REWARD", q->v[1]);
+		return invalid(g, r, "kind",
+			       "'%.40s' is not one of DEPOSIT, WITHDRAW, REBALANCE, "
+			       "REFERRAL_REWARD",
+			       q->v[1]);
 	if (q->v[2] && !one_of(q->v[2], prios))
 		return invalid(g, r, "priority", "'%.40s' is not one of CRITICAL, NORMAL, LOW",
 			       q->v[2]);
 	if (q->v[3] && !printable_ident(q->v[3], 128))
-		return invalid(g, r, "userId", "is not 1..128 characters without control characters");
+		return invalid(g, r, "userId",
+			       "is not 1..128 characters without control characters");
 	*cursor = 0;
 	if (q->v[4] && ((*cursor = strtoll(q->v[4], &end, 10)) <= 0 || *end || !*q->v[4] ||
 			strlen(q->v[4]) > 18))
 		return invalid(g, r, "cursor", "is not a cursor this API returned");
 	*limit = GW_PAGE_DEFAULT;
-	if (q->v[5] && ((*limit = strtoll(q->v[5], &end, 10)) < 1 || *limit > GW_PAGE_MAX ||
-			*end || !*q->v[5] || strlen(q->v[5]) > 4))
+	if (q->v[5] && ((*limit = strtoll(q->v[5], &end, 10)) < 1 || *limit > GW_PAGE_MAX || *end ||
+			!*q->v[5] || strlen(q->v[5]) > 4))
 		return invalid(g, r, "limit", "is not an integer in 1..%d", GW_PAGE_MAX);
 	return 0;
 }
@@ -335,13 +342,14 @@ static bool type_ok(const json_t *v, const struct field *f)
 }
 
 /* Every field known, of its type, the required ones there. */
-static int fields_check(struct gateway *g, struct gw_req *r, json_t *body,
-			const struct field *fs, size_t n)
+static int fields_check(struct gateway *g, struct gw_req *r, json_t *body, const struct field *fs,
+			size_t n)
 {
 	const char *key;
 	json_t *v;
 
-	json_object_foreach (body, key, v) {
+	json_object_foreach(body, key, v)
+	{
 		size_t i = 0;
 
 		while (i < n && strcmp(fs[i].name, key))
@@ -438,8 +446,10 @@ int gw_api_dispatch(struct gateway *g, struct gw_req *r, unsigned scopes)
 	if (no_query(g, r))
 		return 1;
 	if (r->route == R_STATS) {
-		job_begin(r, "SELECT http, body::text FROM outbox.api_stats($1::bigint, $2, $3::jsonb)",
-			  NULL);
+		job_begin(
+			r,
+			"SELECT http, body::text FROM outbox.api_stats($1::bigint, $2, $3::jsonb)",
+			NULL);
 	} else if (r->route == R_GET) {
 		job_begin(r,
 			  "SELECT http, body::text FROM outbox.api_op($1::bigint, $2, $3::jsonb, "
@@ -482,7 +492,8 @@ static void enqueued(struct gateway *g, struct gw_req *r, unsigned http, json_t 
 	r->priority = prio_rank(json_string_value(json_object_get(op, "priority")));
 	gw_conditions_estimate(g, r->priority, &fee, &eta);
 	json_object_set_new(body, "estFee", json_integer((json_int_t)fee));
-	json_object_set_new(body, "estConfirmationSeconds", eta >= 0 ? json_real(eta) : json_null());
+	json_object_set_new(body, "estConfirmationSeconds",
+			    eta >= 0 ? json_real(eta) : json_null());
 	r->op_id = json_integer_value(json_object_get(op, "id"));
 	r->created_status = (int)http;
 	if (r->wait && !terminal(status)) {
@@ -501,16 +512,16 @@ void gw_api_on_result(struct gateway *g, struct gw_req *r, PGresult *res)
 
 	if (!res) {
 		gw_http_error(g, r, 503, "unavailable", NULL,
-			   "the database connection was lost during the call%s",
-			   r->route == R_RETRY || r->route == R_CANCEL || r->route == R_ENQUEUE
-				   ? ": it may have been applied, look the op up"
-				   : "");
+			      "the database connection was lost during the call%s",
+			      r->route == R_RETRY || r->route == R_CANCEL || r->route == R_ENQUEUE
+				      ? ": it may have been applied, look the op up"
+				      : "");
 		return;
 	}
 	if (!pgq_ok(res)) {
 		log_warn("api %s: %s", action_of(r->route), PQresultErrorMessage(res));
 		gw_http_error(g, r, 503, "unavailable", NULL, "the database refused the call (%s)",
-			   pgq_sqlstate(res));
+			      pgq_sqlstate(res));
 		return;
 	}
 	if (r->job == J_AUDIT) {

@@ -99,7 +99,8 @@ static void free_eta(struct rcu_head *h)
 
 static void eta_publish(struct gateway *g, const struct eta_ring *ring)
 {
-	const uint64_t(*now)[SHM_HIST_BUCKETS] = ring->b[(ring->next + ETA_SAMPLES - 1) % ETA_SAMPLES];
+	const uint64_t(*now)[SHM_HIST_BUCKETS] =
+		ring->b[(ring->next + ETA_SAMPLES - 1) % ETA_SAMPLES];
 	const uint64_t(*old)[SHM_HIST_BUCKETS] =
 		ring->b[ring->n < ETA_SAMPLES ? 0 : ring->next % ETA_SAMPLES];
 	struct gw_eta *e = calloc(1, sizeof(*e)), *prev;
@@ -202,16 +203,14 @@ char *gw_conditions_render(struct gateway *g)
 	struct fee_snapshot s;
 	struct fee_view v;
 	bool have = view(g, &v, &s);
-	json_t *j = json_pack("{s:I, s:I, s:s, s:o, s:o, s:o, s:b, s:o, s:o}", "recommendedBaseFee",
-			      (json_int_t)v.recommended, "aggressiveBaseFee", (json_int_t)v.aggressive,
-			      "congestionLevel", fee_congestion_name(v.congestion),
-			      "ledgerCapacityUsage",
-			      have ? json_real((double)s.capacity_ppm / FEE_CAPACITY_SCALE)
-				   : json_null(),
-			      "sampledAt", have ? iso_time(s.sampled_at_ms) : json_null(), "ttlMs",
-			      have ? json_integer(s.ttl_ms) : json_null(), "stale", v.stale,
-			      "latestLedger", have ? json_integer(s.latest_ledger) : json_null(),
-			      "etaBands", eta_json(g));
+	json_t *j = json_pack(
+		"{s:I, s:I, s:s, s:o, s:o, s:o, s:b, s:o, s:o}", "recommendedBaseFee",
+		(json_int_t)v.recommended, "aggressiveBaseFee", (json_int_t)v.aggressive,
+		"congestionLevel", fee_congestion_name(v.congestion), "ledgerCapacityUsage",
+		have ? json_real((double)s.capacity_ppm / FEE_CAPACITY_SCALE) : json_null(),
+		"sampledAt", have ? iso_time(s.sampled_at_ms) : json_null(), "ttlMs",
+		have ? json_integer(s.ttl_ms) : json_null(), "stale", v.stale, "latestLedger",
+		have ? json_integer(s.latest_ledger) : json_null(), "etaBands", eta_json(g));
 	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	json_decref(j);

@@ -40,17 +40,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GW_TICK_MS         100     /* the loop's longest sleep: the heartbeat */
-#define GW_API_CONNS       3       /* PostgreSQL connections for API calls */
-#define GW_BODY_MAX        16384   /* a request body longer than this is 413 */
-#define GW_KEYS_REFRESH_MS 10000   /* key cache reload besides NOTIFY outbox_keys */
-#define GW_DEPTH_MAX_AGE   2000    /* /metrics re-reads queue depth when older */
-#define GW_WAIT_DEFAULT_MS 30000   /* "wait": true without waitTimeoutMs */
-#define GW_WAIT_MAX_MS     120000  /* waitTimeoutMs at most */
-#define GW_WAITERS_MAX     4096    /* synchronous enqueues waiting at once */
-#define GW_STMT_TIMEOUT_MS 5000    /* statement_timeout of the API connections */
-#define GW_PAGE_DEFAULT    50      /* list page size without limit */
-#define GW_PAGE_MAX        500     /* the hard page limit */
+#define GW_TICK_MS         100    /* the loop's longest sleep: the heartbeat */
+#define GW_API_CONNS       3      /* PostgreSQL connections for API calls */
+#define GW_BODY_MAX        16384  /* a request body longer than this is 413 */
+#define GW_KEYS_REFRESH_MS 10000  /* key cache reload besides NOTIFY outbox_keys */
+#define GW_DEPTH_MAX_AGE   2000   /* /metrics re-reads queue depth when older */
+#define GW_WAIT_DEFAULT_MS 30000  /* "wait": true without waitTimeoutMs */
+#define GW_WAIT_MAX_MS     120000 /* waitTimeoutMs at most */
+#define GW_WAITERS_MAX     4096   /* synchronous enqueues waiting at once */
+#define GW_STMT_TIMEOUT_MS 5000   /* statement_timeout of the API connections */
+#define GW_PAGE_DEFAULT    50     /* list page size without limit */
+#define GW_PAGE_MAX        500    /* the hard page limit */
 
 enum gw_route {
 	R_NONE,
@@ -80,11 +80,11 @@ struct gw_req {
 	struct gateway *g;
 	struct MHD_Connection *conn;
 	enum gw_route route;
-	bool audited;    /* under /api/admin or /api/v1/ops: every answer is audited */
-	bool suspended;  /* handed to the loop; resumed once answered */
-	bool answered;   /* status and body are set */
-	bool responded;  /* handed to MHD (HTTP thread only) */
-	bool too_big;    /* the body went past GW_BODY_MAX */
+	bool audited;   /* under /api/admin or /api/v1/ops: every answer is audited */
+	bool suspended; /* handed to the loop; resumed once answered */
+	bool answered;  /* status and body are set */
+	bool responded; /* handed to MHD (HTTP thread only) */
+	bool too_big;   /* the body went past GW_BODY_MAX */
 	char method[8];
 	char path[256];
 	char client[64];
@@ -107,9 +107,9 @@ struct gw_req {
 	int priority;             /* the op's, for its estimates */
 	/* the answer */
 	unsigned status;
-	char *resp;                /* JSON, malloc'd */
-	unsigned retry_after;      /* seconds, 429 */
-	const char *content_type;  /* NULL: JSON */
+	char *resp;               /* JSON, malloc'd */
+	unsigned retry_after;     /* seconds, 429 */
+	const char *content_type; /* NULL: JSON */
 };
 
 struct key_set; /* keys.c */
@@ -129,8 +129,8 @@ struct gateway {
 	struct key_set *keys;
 	struct gw_depth *depth;
 	struct gw_eta *eta;
-	_Atomic bool pg_ready;  /* the control connection is up and keys loaded */
-	_Atomic bool draining;  /* new requests answer 503 */
+	_Atomic bool pg_ready;           /* the control connection is up and keys loaded */
+	_Atomic bool draining;           /* new requests answer 503 */
 	_Atomic int64_t depth_wanted_ms; /* last /metrics: keep the depth fresh while scraped */
 
 	/* the hand-off from the HTTP threads */
@@ -139,10 +139,10 @@ struct gateway {
 	int inbox_fd; /* eventfd */
 
 	/* the loop's own (never touched by HTTP threads) */
-	struct pgq ctl;                 /* LISTEN, keys, depth, waiters */
-	struct pgq api[GW_API_CONNS];   /* api_* calls */
+	struct pgq ctl;               /* LISTEN, keys, depth, waiters */
+	struct pgq api[GW_API_CONNS]; /* api_* calls */
 	unsigned api_next;
-	struct gw_req *waiters;         /* synchronous enqueues */
+	struct gw_req *waiters; /* synchronous enqueues */
 	unsigned n_waiters;
 	struct gw_req *metrics_waiting; /* /metrics waiting for the depth */
 	bool depth_busy, keys_busy, waiters_busy, gw_keys_loaded;
@@ -156,7 +156,7 @@ void gw_http_stop(struct gateway *g);
 /* Set the answer (takes resp) and, when suspended, resume the connection. */
 void gw_http_answer(struct gateway *g, struct gw_req *r, unsigned status, char *resp);
 void gw_http_error(struct gateway *g, struct gw_req *r, unsigned status, const char *code,
-		const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+		   const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* "{"error": ...}" as a malloc'd string */
 char *gw_http_error_json(const char *code, const char *field, const char *message);
 /* The "request" column of an audit row (method, path, client, key prefix, body). */
@@ -171,7 +171,7 @@ void gw_api_on_result(struct gateway *g, struct gw_req *r, PGresult *res);
 void gw_api_job_clear(struct gw_req *r);
 /* Set an audited refusal's job: the answer is given once its row is written. */
 void gw_api_refuse(struct gateway *g, struct gw_req *r, unsigned status, const char *code,
-		const char *message);
+		   const char *message);
 
 /* ---- jobs.c (loop thread, except gw_submit) ---- */
 int gw_jobs_open(struct gateway *g, uint64_t tag_inbox, uint64_t tag_ctl, uint64_t tag_api0);
@@ -190,7 +190,7 @@ void gw_jobs_wait(struct gateway *g, struct gw_req *r);
 enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_MALFORMED, AUTH_UNKNOWN, AUTH_REVOKED };
 /* The Authorization header -> who (r->key_id, actor, key_prefix) and scopes. */
 enum auth_result gw_keys_auth(struct gateway *g, struct gw_req *r, const char *header,
-			   unsigned *scopes);
+			      unsigned *scopes);
 /* Replace the cache from outbox.api_keys() rows (loop thread). */
 int gw_keys_load(struct gateway *g, const PGresult *res);
 void gw_keys_free(struct gateway *g);

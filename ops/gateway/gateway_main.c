@@ -29,9 +29,9 @@
 #include <unistd.h>
 #include <urcu/urcu-memb.h>
 
-#define GW_DRAIN_MS    3000
-#define GW_FLUSH_MS    200 /* resumed answers get this long to leave before MHD stops */
-#define GW_LIMITER_GC  10000
+#define GW_DRAIN_MS   3000
+#define GW_FLUSH_MS   200 /* resumed answers get this long to leave before MHD stops */
+#define GW_LIMITER_GC 10000
 
 enum { EV_INBOX = LOOP_TAG_ROLE, EV_CTL, EV_API0 };
 

@@ -60,7 +60,7 @@ void gw_http_answer(struct gateway *g, struct gw_req *r, unsigned status, char *
 }
 
 void gw_http_error(struct gateway *g, struct gw_req *r, unsigned status, const char *code,
-		const char *field, const char *fmt, ...)
+		   const char *field, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -214,7 +214,8 @@ static void client_name(struct MHD_Connection *c, char *buf, size_t cap, const s
 
 	*sa = ci ? ci->client_addr : NULL;
 	if (*sa && (*sa)->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)*sa)->sin_addr, host, sizeof(host));
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)*sa)->sin_addr, host,
+			  sizeof(host));
 	else if (*sa && (*sa)->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)*sa)->sin6_addr, host,
 			  sizeof(host));
@@ -235,18 +236,19 @@ static bool early_refusal(struct gateway *g, struct gw_req *r, const char *metho
 	if (wait) {
 		r->retry_after = wait;
 		gw_http_error(g, r, 429, "rate_limited", NULL,
-			   "too many requests from %s: retry after %u s", r->client, wait);
+			      "too many requests from %s: retry after %u s", r->client, wait);
 	} else if (atomic_load(&g->draining)) {
 		gw_http_error(g, r, 503, "shutting_down", NULL, "outboxd is stopping");
 	} else if (!d && !r->audited) {
 		gw_http_error(g, r, 404, "not_found", NULL, "no route %s", r->path);
 	} else if (d && !method_ok && !r->audited) {
-		gw_http_error(g, r, 405, "method_not_allowed", NULL, "%s %s: use %s", method, r->path,
-			   d->method);
+		gw_http_error(g, r, 405, "method_not_allowed", NULL, "%s %s: use %s", method,
+			      r->path, d->method);
 	} else if ((cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH)) &&
 		   strtoull(cl, NULL, 10) > GW_BODY_MAX) {
-		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes", GW_BODY_MAX);
+		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes",
+			      GW_BODY_MAX);
 	}
 	return r->answered;
 }
@@ -306,8 +308,9 @@ static void public_route(struct gateway *g, struct gw_req *r)
 		if (atomic_load(&g->pg_ready))
 			gw_http_answer(g, r, 200, strdup("{\"status\":\"ready\"}"));
 		else
-			gw_http_error(g, r, 503, "not_ready", NULL,
-				   "PostgreSQL is not reachable yet, or the API keys are not loaded");
+			gw_http_error(
+				g, r, 503, "not_ready", NULL,
+				"PostgreSQL is not reachable yet, or the API keys are not loaded");
 		break;
 	case R_CONDITIONS:
 		gw_http_answer(g, r, 200, gw_conditions_render(g));
@@ -345,9 +348,10 @@ static bool audited_route(struct gateway *g, struct gw_req *r, const char *metho
 	unsigned scopes = 0;
 	enum auth_result a;
 
-	a = gw_keys_auth(g, r, MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-							MHD_HTTP_HEADER_AUTHORIZATION),
-		      &scopes);
+	a = gw_keys_auth(g, r,
+			 MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_AUTHORIZATION),
+			 &scopes);
 	if (!d)
 		gw_api_refuse(g, r, 404, "not_found", "no such route");
 	else if (!method_ok)
@@ -355,7 +359,8 @@ static bool audited_route(struct gateway *g, struct gw_req *r, const char *metho
 	else if (a != AUTH_OK)
 		gw_api_refuse(g, r, 401, "unauthorized", auth_msgs[a]);
 	else if (!scope_ok(r->route, scopes))
-		gw_api_refuse(g, r, 403, "forbidden", "the API key lacks the scope this route needs");
+		gw_api_refuse(g, r, 403, "forbidden",
+			      "the API key lacks the scope this route needs");
 	else if (bad_id)
 		gw_api_refuse(g, r, 400, "invalid", "id: not a positive integer op id");
 	else if (r->too_big)
@@ -368,7 +373,8 @@ static bool audited_route(struct gateway *g, struct gw_req *r, const char *metho
 static enum MHD_Result finish(struct gateway *g, struct gw_req *r, const char *method)
 {
 	if (r->too_big && !r->audited) {
-		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes", GW_BODY_MAX);
+		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes",
+			      GW_BODY_MAX);
 	} else if (!r->audited) {
 		if (r->route == R_METRICS) {
 			if (!gw_metrics_depth_fresh(g, (int64_t)mono_ms())) {
@@ -385,7 +391,8 @@ static enum MHD_Result finish(struct gateway *g, struct gw_req *r, const char *m
 		}
 	} else if (audited_route(g, r, method) && !r->answered) {
 		r->suspended = true;
-		MHD_suspend_connection(r->conn); /* before the hand-off: the loop may answer at once */
+		MHD_suspend_connection(
+			r->conn); /* before the hand-off: the loop may answer at once */
 		gw_submit(g, r);
 		return MHD_YES;
 	}
@@ -475,8 +482,8 @@ int gw_http_start(struct gateway *g)
 	const struct outbox_config *cfg = g->ctx->cfg;
 	struct sockaddr_storage ss = {0};
 	const union MHD_DaemonInfo *di;
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-			 MHD_USE_ERROR_LOG;
+	unsigned flags =
+		MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 
 	if (parse_listen(cfg->http_addr, &ss)) {
 		log_err("OUTBOX_HTTP_ADDR: '%s' is not a numeric host:port", cfg->http_addr);
@@ -484,14 +491,14 @@ int gw_http_start(struct gateway *g)
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	g->mhd = MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, g, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, g,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-		(size_t)65536, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)512,
-		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, g, MHD_OPTION_END);
+	g->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, g, MHD_OPTION_EXTERNAL_LOGGER,
+				  mhd_log, g, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)512,
+				  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, g, MHD_OPTION_END);
 	if (!g->mhd) {
 		log_err("http: cannot listen on %s", cfg->http_addr);
 		return -EADDRINUSE;

@@ -83,8 +83,8 @@ static void run(struct gateway *g, struct gw_req *r)
 		return;
 	}
 	q = api_conn(g);
-	if (!q || pgq_send(q, r->sql, r->n_params, (const char *const *)r->params, on_api_result,
-			   r)) {
+	if (!q ||
+	    pgq_send(q, r->sql, r->n_params, (const char *const *)r->params, on_api_result, r)) {
 		gw_http_error(g, r, 503, "unavailable", NULL, "PostgreSQL is not reachable");
 		return;
 	}
@@ -127,9 +127,10 @@ static void waiter_answer(struct gateway *g, struct gw_req *r, json_t *op, bool 
 
 	gw_conditions_estimate(g, r->priority, &fee, &eta);
 	json_object_set_new(body, "estFee", json_integer((json_int_t)fee));
-	json_object_set_new(body, "estConfirmationSeconds", eta >= 0 ? json_real(eta) : json_null());
+	json_object_set_new(body, "estConfirmationSeconds",
+			    eta >= 0 ? json_real(eta) : json_null());
 	gw_http_answer(g, r, timed_out ? 202 : (unsigned)r->created_status,
-		    json_dumps(body, JSON_COMPACT));
+		       json_dumps(body, JSON_COMPACT));
 	json_decref(body);
 }
 
@@ -145,8 +146,7 @@ static void waiter_remove(struct gateway *g, struct gw_req *r)
 		}
 }
 
-static void settle_row(struct gateway *g, int64_t id, const char *status, json_t *op,
-		       int64_t now)
+static void settle_row(struct gateway *g, int64_t id, const char *status, json_t *op, int64_t now)
 {
 	bool done = !strcmp(status, "CONFIRMED") || !strcmp(status, "FAILED") ||
 		    !strcmp(status, "CANCELLED") || !strcmp(status, "HELD");
@@ -196,9 +196,10 @@ static void waiters_check(struct gateway *g, int64_t only)
 	snprintf(ids + len, cap - len, "}");
 	if (len > 1) {
 		const char *p[1] = {ids};
-		if (!pgq_send(&g->ctl,
-			      "SELECT id, status, op::text FROM outbox.api_ops_status($1::bigint[])",
-			      1, p, on_waiters, g) &&
+		if (!pgq_send(
+			    &g->ctl,
+			    "SELECT id, status, op::text FROM outbox.api_ops_status($1::bigint[])",
+			    1, p, on_waiters, g) &&
 		    !only)
 			g->waiters_busy = true;
 	}
@@ -209,9 +210,9 @@ void gw_jobs_wait(struct gateway *g, struct gw_req *r)
 {
 	if (g->n_waiters >= GW_WAITERS_MAX) {
 		gw_http_error(g, r, 503, "busy", NULL,
-			   "too many synchronous enqueues wait already: op %lld was enqueued, "
-			   "look it up",
-			   (long long)r->op_id);
+			      "too many synchronous enqueues wait already: op %lld was enqueued, "
+			      "look it up",
+			      (long long)r->op_id);
 		return;
 	}
 	r->next = g->waiters;
@@ -381,8 +382,8 @@ void gw_jobs_tick(struct gateway *g, int64_t now)
 	if (!g->keys_at_ms || now - g->keys_at_ms >= GW_KEYS_REFRESH_MS)
 		keys_refresh(g);
 	/* keep the depth fresh while someone scrapes; answer scrapes that wait for it */
-	if (g->metrics_waiting || (wanted && now - wanted < 60000 &&
-				   now - g->depth_at_ms >= GW_DEPTH_MAX_AGE / 2))
+	if (g->metrics_waiting ||
+	    (wanted && now - wanted < 60000 && now - g->depth_at_ms >= GW_DEPTH_MAX_AGE / 2))
 		depth_refresh(g, now);
 	if (g->waiters && now - g->waiters_at_ms >= WAITERS_CHECK_MS) {
 		g->waiters_at_ms = now;
@@ -407,8 +408,8 @@ void gw_jobs_drain(struct gateway *g)
 	while ((r = g->waiters)) {
 		waiter_remove(g, r);
 		gw_http_error(g, r, 503, "shutting_down", NULL,
-			   "outboxd is stopping: op %lld was enqueued and goes on, look it up",
-			   (long long)r->op_id);
+			      "outboxd is stopping: op %lld was enqueued and goes on, look it up",
+			      (long long)r->op_id);
 	}
 }
 

@@ -148,7 +148,7 @@ static const struct api_key *find(const struct key_set *s, const char *prefix)
 }
 
 enum auth_result gw_keys_auth(struct gateway *g, struct gw_req *r, const char *header,
-			   unsigned *scopes)
+			      unsigned *scopes)
 {
 	uint8_t hash[APIKEY_HASH_LEN];
 	const struct api_key *k;

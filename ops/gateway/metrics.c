@@ -113,8 +113,8 @@ static void hist_out(struct buf *b, const char *name, const char *labels,
 
 		cum += v->bucket[i];
 		if (ub == UINT64_MAX)
-			out(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, *labels ? "," : "",
-			    (unsigned long long)cum);
+			out(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels,
+			    *labels ? "," : "", (unsigned long long)cum);
 		else
 			out(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, *labels ? "," : "",
 			    (double)ub / (double)div, (unsigned long long)cum);
@@ -308,7 +308,8 @@ static void fee_metrics(struct buf *b, const struct gateway *g)
 	if (!have)
 		return;
 	head(b, "fee_oracle_recommended_base_fee", "gauge", "recommended base fee (p70), stroops");
-	out(b, "fee_oracle_recommended_base_fee %llu\n", (unsigned long long)s.recommended_base_fee);
+	out(b, "fee_oracle_recommended_base_fee %llu\n",
+	    (unsigned long long)s.recommended_base_fee);
 	head(b, "fee_oracle_aggressive_base_fee", "gauge", "aggressive base fee (p95), stroops");
 	out(b, "fee_oracle_aggressive_base_fee %llu\n", (unsigned long long)s.aggressive_base_fee);
 	head(b, "fee_oracle_ledger_capacity_usage", "gauge", "ledger capacity usage, 0..1");

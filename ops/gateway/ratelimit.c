@@ -28,8 +28,8 @@ struct bucket {
 	uint8_t addr[17]; /* family byte + up to 16 address bytes */
 	pthread_mutex_t lock;
 	double tokens;
-	int64_t at_ms;              /* last refill */
-	_Atomic int64_t used_ms;    /* last request, for the idle sweep */
+	int64_t at_ms;           /* last refill */
+	_Atomic int64_t used_ms; /* last request, for the idle sweep */
 };
 
 struct gw_limiter {
@@ -163,7 +163,8 @@ void gw_limiter_gc(struct gw_limiter *l, int64_t now_ms)
 
 	urcu_memb_read_lock();
 	/* node by node: cds_lfht_for_each_entry forms a pointer from NULL at the end */
-	cds_lfht_for_each (l->ht, &it, n) {
+	cds_lfht_for_each(l->ht, &it, n)
+	{
 		struct bucket *b = caa_container_of(n, struct bucket, node);
 
 		if (now_ms - atomic_load_explicit(&b->used_ms, memory_order_relaxed) <
@@ -182,7 +183,7 @@ void gw_limiter_free(struct gw_limiter *l)
 	if (!l)
 		return;
 	gw_limiter_gc(l, INT64_MAX); /* every bucket */
-	urcu_memb_barrier();      /* their call_rcu callbacks ran */
+	urcu_memb_barrier();         /* their call_rcu callbacks ran */
 	cds_lfht_destroy(l->ht, NULL);
 	pthread_mutex_destroy(&l->overflow.lock);
 	free(l);

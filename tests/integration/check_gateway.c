@@ -210,12 +210,15 @@ static void gw_keys(struct gw *g)
 	make_key(g, "app", "outbox:enqueue", g->key_enqueue);
 	make_key(g, "ops", "outbox:read,outbox:write,outbox:enqueue", g->key_all);
 	make_key(g, "old", "outbox:read,outbox:write,outbox:enqueue", g->key_revoked);
-	g->revoked_id = pgtest_scalar(g->f.c, "SELECT id FROM outbox.admin_keys WHERE name = 'old'");
-	snprintf(cmd, sizeof(cmd), "OUTBOX_DATABASE_URL='%s' %s/outboxctl keys revoke old >/dev/null",
+	g->revoked_id =
+		pgtest_scalar(g->f.c, "SELECT id FROM outbox.admin_keys WHERE name = 'old'");
+	snprintf(cmd, sizeof(cmd),
+		 "OUTBOX_DATABASE_URL='%s' %s/outboxctl keys revoke old >/dev/null",
 		 g->f.db.conninfo, g->f.h.build);
 	ck_assert_int_eq(system(cmd), 0);
 	for (uint64_t end = ph_now_ms() + 20000;; ph_sleep_ms(50)) {
-		struct resp r = req(g, "GET", "/api/admin/outbox/stats", bearer(g->key_revoked), NULL);
+		struct resp r =
+			req(g, "GET", "/api/admin/outbox/stats", bearer(g->key_revoked), NULL);
 		long st = r.status;
 
 		free(r.body);
@@ -290,12 +293,14 @@ START_TEST(test_auth_matrix)
 		if (!strcmp(rc[i].path, "/api/v1/ops"))
 			b = body;
 		/* no key, a malformed header, an unknown key, a revoked key: 401 */
-		const char *bad[] = {NULL, "Basic dXNlcjpwYXNz",
-				     "Bearer obx_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-				     bearer(g.key_revoked)};
+		const char *bad[] = {
+			NULL, "Basic dXNlcjpwYXNz",
+			"Bearer obx_000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+			bearer(g.key_revoked)};
 		for (int k = 0; k < 4; k++, calls++, refused++) {
 			snprintf(body, sizeof(body), "%s",
-				 enqueue_body(&g, "DEPOSIT", "u1", "m1", 0, g.f.signer[1], "10", NULL));
+				 enqueue_body(&g, "DEPOSIT", "u1", "m1", 0, g.f.signer[1], "10",
+					      NULL));
 			expect(&g, rc[i].method, rc[i].path, bad[k], b, 401);
 		}
 		for (int k = 0; k < 4; k++, calls++) {
@@ -304,7 +309,8 @@ START_TEST(test_auth_matrix)
 
 			snprintf(rec, sizeof(rec), "m-%zu-%d", i, n++);
 			snprintf(body, sizeof(body), "%s",
-				 enqueue_body(&g, "DEPOSIT", "u1", rec, 0, g.f.signer[1], "10", NULL));
+				 enqueue_body(&g, "DEPOSIT", "u1", rec, 0, g.f.signer[1], "10",
+					      NULL));
 			expect(&g, rc[i].method, rc[i].path, bearer(keys[k]), b,
 			       allowed ? rc[i].ok : 403);
 			refused += !allowed;
@@ -319,12 +325,14 @@ START_TEST(test_auth_matrix)
 	ck_assert_int_eq(audit_count(&g, mark, where), 7);
 	ck_assert_int_eq(audit_count(&g, mark, "result->>'status' = '403' AND key_id IS NOT NULL"),
 			 refused - 4 * 7);
-	ck_assert_int_eq(audit_count(&g, mark, "action = 'op.enqueue' AND result->>'status' = '201' "
-					       "AND actor IN ('app', 'ops') AND target IS NOT NULL"),
+	ck_assert_int_eq(audit_count(&g, mark,
+				     "action = 'op.enqueue' AND result->>'status' = '201' "
+				     "AND actor IN ('app', 'ops') AND target IS NOT NULL"),
 			 2);
 	ck_assert_int_eq(audit_count(&g, mark, "action = 'api.why'"), 8);
-	ck_assert_int_eq(audit_count(&g, mark, "action = 'api.why' AND result->>'status' = '200' "
-					       "AND actor IN ('reader', 'ops')"),
+	ck_assert_int_eq(audit_count(&g, mark,
+				     "action = 'api.why' AND result->>'status' = '200' "
+				     "AND actor IN ('reader', 'ops')"),
 			 2);
 	/* the key never reaches the log */
 	ck_assert_int_eq(audit_count(&g, mark, "request::text LIKE '%AAAAAAAAAAAA%'"), 0);
@@ -425,8 +433,8 @@ static void paging(struct gw *g)
 	} while (cursor && pages < 10);
 	ck_assert_int_eq(seen, 5);
 	ck_assert_int_eq(pages, 3);
-	struct resp r = req(g, "GET", "/api/admin/outbox?kind=REBALANCE&priority=LOW&status=PENDING",
-			    k, NULL);
+	struct resp r = req(
+		g, "GET", "/api/admin/outbox?kind=REBALANCE&priority=LOW&status=PENDING", k, NULL);
 	ck_assert_int_eq(r.status, 200);
 	j = json_of(&r);
 	free(r.body);
@@ -500,9 +508,10 @@ START_TEST(test_endpoints)
 	ck_assert_int_eq(r.status, 200);
 	j = json_of(&r);
 	free(r.body);
-	ck_assert_int_eq(json_integer_value(json_object_get(
-				 json_object_get(json_object_get(j, "depth"), "PENDING"), "NORMAL")),
-			 1);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(
+			json_object_get(json_object_get(j, "depth"), "PENDING"), "NORMAL")),
+		1);
 	json_decref(j);
 	/* cancel it; a second cancel is refused with the reason */
 	snprintf(path, sizeof(path), "/api/admin/outbox/%lld/cancel", id);
@@ -516,7 +525,8 @@ START_TEST(test_endpoints)
 	for (int i = 0; i < 5; i++) {
 		snprintf(rec, sizeof(rec), "p-%d", i);
 		expect(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
-		       enqueue_body(&g, "DEPOSIT", "pager", rec, 0, g.f.signer[1], "10", NULL), 201);
+		       enqueue_body(&g, "DEPOSIT", "pager", rec, 0, g.f.signer[1], "10", NULL),
+		       201);
 	}
 	paging(&g);
 	bad_input(&g);
@@ -657,8 +667,8 @@ START_TEST(test_cancel_retry_race)
 	for (int i = 0; i < RACE_OPS; i++) {
 		snprintf(rec, sizeof(rec), "race-%d", i);
 		expect(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
-		       enqueue_body(&g, "DEPOSIT", "racer", rec, i % 4, g.f.signer[(i + 1) % 4], "10",
-				    NULL),
+		       enqueue_body(&g, "DEPOSIT", "racer", rec, i % 4, g.f.signer[(i + 1) % 4],
+				    "10", NULL),
 		       201);
 	}
 	for (int k = 0; k < 2; k++) {
@@ -681,10 +691,11 @@ START_TEST(test_cancel_retry_race)
 	/* retry: two at once on a FAILED op, one wins */
 	pgtest_account(92, poor);
 	expect(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
-	       enqueue_body(&g, "WITHDRAW", "racer", "wd-r", 0, poor, "5000", ", \"wait\": true"), 201);
+	       enqueue_body(&g, "WITHDRAW", "racer", "wd-r", 0, poor, "5000", ", \"wait\": true"),
+	       201);
 	long long wd = pgtest_scalar(g.f.c, "SELECT max(id) FROM outbox.ops");
 	ck_assert_int_eq(pgtest_scalar(g.f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
-					     "'FAILED'"),
+					      "'FAILED'"),
 			 1);
 	snprintf(path, sizeof(path), "/api/admin/outbox/%lld/retry", wd);
 	long a = expect(&g, "POST", path, bearer(g.key_write), NULL, 200);
@@ -733,12 +744,12 @@ START_TEST(test_metrics_promtool)
 	fclose(o);
 	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s", path);
 	ck_assert_msg(system(cmd) == 0, "promtool check metrics found problems (%s)", path);
-	ck_assert_int_eq(
-		metric(r.body,
-		       "outbox_ops_total{kind=\"DEPOSIT\",priority=\"NORMAL\",outcome=\"confirmed\"}"),
-		1);
+	ck_assert_int_eq(metric(r.body, "outbox_ops_total{kind=\"DEPOSIT\",priority=\"NORMAL\","
+					"outcome=\"confirmed\"}"),
+			 1);
 	ck_assert_int_eq(metric(r.body, "outbox_op_latency_seconds_count{kind=\"DEPOSIT\"}"), 1);
-	ck_assert_int_ge(metric(r.body, "outbox_queue_depth{status=\"PENDING\",priority=\"LOW\"}"), 0);
+	ck_assert_int_ge(metric(r.body, "outbox_queue_depth{status=\"PENDING\",priority=\"LOW\"}"),
+			 0);
 	ck_assert_int_ge(metric(r.body, "outbox_stuck_submitted"), 0);
 	ck_assert_int_ge(metric(r.body, "fee_oracle_recommended_base_fee"), 100);
 	ck_assert_ptr_nonnull(strstr(r.body, "fee_oracle_clamp_total{bound=\"min\"}"));

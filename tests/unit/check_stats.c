@@ -151,7 +151,8 @@ START_TEST(test_families)
 		}
 	ck_assert_uint_eq(hits, 1);
 	ck_assert_uint_eq(stats_family_read(b, FAM_FEE_BUMPS, 3), 1);
-	ck_assert_uint_eq(stats_family_read(b, FAM_MAX_FEE_HIT, 0), 0); /* families do not overlap */
+	ck_assert_uint_eq(stats_family_read(b, FAM_MAX_FEE_HIT, 0),
+			  0); /* families do not overlap */
 	/* the latency family: ms, exported in seconds */
 	ck_assert_uint_eq(stats_hfamily_divisor(HFAM_OP_LATENCY), 1000);
 	ck_assert_uint_eq(stats_hfamily_bound(HFAM_OP_LATENCY, 0), 50);
