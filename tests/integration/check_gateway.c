@@ -334,6 +334,20 @@ START_TEST(test_auth_matrix)
 				     "action = 'api.why' AND result->>'status' = '200' "
 				     "AND actor IN ('reader', 'ops')"),
 			 2);
+	/* keys list names every key, never one's secret part */
+	char cmd[3000], listed[8192] = "";
+	snprintf(cmd, sizeof(cmd), "OUTBOX_DATABASE_URL='%s' %s/outboxctl keys list --json",
+		 g.f.db.conninfo, g.f.h.build);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	size_t got = fread(listed, 1, sizeof(listed) - 1, p);
+	ck_assert_int_eq(pclose(p), 0);
+	listed[got] = '\0';
+	json_t *kl = json_loads(listed, 0, NULL);
+	ck_assert_int_eq(json_array_size(kl), 5);
+	json_decref(kl);
+	ck_assert_ptr_null(strstr(listed, g.key_all + 17));
+	ck_assert_ptr_nonnull(strstr(listed, "revokedAt"));
 	/* the key never reaches the log */
 	ck_assert_int_eq(audit_count(&g, mark, "request::text LIKE '%AAAAAAAAAAAA%'"), 0);
 	ck_assert(!ph_log_contains(&g.f.h, g.key_all + 17));
@@ -688,6 +702,27 @@ START_TEST(test_cancel_retry_race)
 		ck_assert_msg(st == 200 || st == 409, "cancel of op %lld: %ld", first + i, st);
 		ck_assert_int_eq(pgtest_scalar(g.f.c, sql), st == 200);
 	}
+	/* a worker holds the claim (its simulation delayed): the cancel wins, nothing runs */
+	ph_sim_post(&g.f.h, "/debug/faults",
+		    "{\"method\": \"simulateTransaction\", \"delay_ms\": 1500}");
+	expect(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
+	       enqueue_body(&g, "DEPOSIT", "racer", "held-claim", 2, g.f.signer[3], "10",
+			    ", \"priority\": \"CRITICAL\""),
+	       201);
+	long long claimed = pgtest_scalar(g.f.c, "SELECT max(id) FROM outbox.ops");
+	snprintf(sql, sizeof(sql),
+		 "SELECT coalesce((SELECT in_flight FROM outbox.lanes WHERE signer = '%s'), -1)",
+		 g.f.signer[2]);
+	for (uint64_t end = ph_now_ms() + 30000; pgtest_scalar(g.f.c, sql) != 1; ph_sleep_ms(20))
+		ck_assert_msg(ph_now_ms() < end, "never claimed");
+	snprintf(path, sizeof(path), "/api/admin/outbox/%lld/cancel", claimed);
+	expect(&g, "POST", path, bearer(g.key_write), NULL, 200);
+	for (uint64_t end = ph_now_ms() + 30000; pgtest_scalar(g.f.c, sql) != 0; ph_sleep_ms(20))
+		ck_assert_msg(ph_now_ms() < end, "the claim was never given back");
+	ph_sim_post(&g.f.h, "/debug/faults", "{}");
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM outbox.attempts WHERE op_id = %lld",
+		 claimed);
+	ck_assert_int_eq(pgtest_scalar(g.f.c, sql), 0);
 	/* retry: two at once on a FAILED op, one wins */
 	pgtest_account(92, poor);
 	expect(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
@@ -705,6 +740,89 @@ START_TEST(test_cancel_retry_race)
 	free(r2.body);
 	ck_assert(wait_terminal(&g.f, 60000));
 	check_executions(&g.f, false);
+	stop(&g.f);
+}
+END_TEST
+
+/* ---- why ---- */
+
+static const char *why_code(struct gw *g, long long id, json_t **out)
+{
+	char path[96];
+	struct resp r;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/api/admin/outbox/%lld/why", id);
+	r = req(g, "GET", path, bearer(g->key_read), NULL);
+	ck_assert_int_eq(r.status, 200);
+	j = json_of(&r);
+	free(r.body);
+	*out = j;
+	return json_string_value(json_object_get(json_object_get(j, "reason"), "code"));
+}
+
+/*
+ * With 4 s ledgers an op stays SUBMITTED a while: the next op of its signer
+ * waits for it (signer_busy names it). An op made to back off says until when.
+ */
+START_TEST(test_why)
+{
+	static char addr[64];
+	const char *env[] = {addr, "OUTBOX_HTTP_RATE_LIMIT=1000000", NULL};
+	struct gw g;
+	long long first, second;
+	char sql[200];
+	json_t *j;
+	bool seen = false;
+
+	memset(&g, 0, sizeof(g));
+	g.f.n_signers = 2;
+	g.port = free_port();
+	snprintf(addr, sizeof(addr), "OUTBOX_HTTP_ADDR=127.0.0.1:%d", g.port);
+	start(&g.f, "--ledger-ms 4000 --vault-contract " PH_CONTRACT, env);
+	wait_ready(&g);
+	make_key(&g, "reader", "outbox:read", g.key_read);
+	enqueue(&g.f, "DEPOSIT", "w", "a-1", 0, g.f.signer[1], "10", NULL);
+	first = pgtest_scalar(g.f.c, "SELECT max(id) FROM outbox.ops");
+	enqueue(&g.f, "DEPOSIT", "w", "a-2", 0, g.f.signer[1], "10", NULL);
+	second = first + 1;
+	snprintf(sql, sizeof(sql),
+		 "SELECT (status = 'SUBMITTED')::int FROM outbox.ops WHERE id = %lld", first);
+	for (uint64_t end = ph_now_ms() + 60000; !seen; ph_sleep_ms(50)) {
+		ck_assert_msg(ph_now_ms() < end, "never saw op %lld SUBMITTED and op %lld waiting",
+			      first, second);
+		if (pgtest_scalar(g.f.c, sql) != 1)
+			continue;
+		const char *code = why_code(&g, second, &j);
+		/* only an answer given while the first op was still in flight counts */
+		if (code && !strcmp(code, "signer_busy") && pgtest_scalar(g.f.c, sql) == 1) {
+			ck_assert_int_eq(json_integer_value(json_object_get(
+						 json_object_get(j, "reason"), "opId")),
+					 first);
+			ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "why")),
+						     "busy with op"));
+			seen = true;
+		}
+		json_decref(j);
+	}
+	ck_assert(wait_terminal(&g.f, 60000));
+	/* a terminal op: nothing more is sent */
+	ck_assert_str_eq(why_code(&g, first, &j), "terminal");
+	json_decref(j);
+	/* backoff: due in an hour */
+	pgtest_exec(g.f.c, "INSERT INTO outbox.user_holds (user_id, reason, held_by) "
+			   "VALUES ('later', 'hold while the test sets the op up', 'test')");
+	enqueue(&g.f, "DEPOSIT", "later", "b-1", 1, g.f.signer[0], "10", NULL);
+	long long third = pgtest_scalar(g.f.c, "SELECT max(id) FROM outbox.ops");
+	snprintf(
+		sql, sizeof(sql),
+		"UPDATE outbox.ops SET next_attempt_at = now() + interval '1 hour' WHERE id = %lld",
+		third);
+	pgtest_exec(g.f.c, sql);
+	pgtest_exec(g.f.c, "DELETE FROM outbox.user_holds WHERE user_id = 'later'");
+	ck_assert_str_eq(why_code(&g, third, &j), "backoff");
+	ck_assert(json_object_get(json_object_get(j, "reason"), "until") != NULL);
+	json_decref(j);
 	stop(&g.f);
 }
 END_TEST
@@ -797,6 +915,7 @@ static Suite *suite(void)
 	dh_add_case(s, "rate_limit", test_rate_limit, 120);
 	dh_add_case(s, "wait", test_wait_confirmed_and_failed, 240);
 	dh_add_case(s, "cancel_retry_race", test_cancel_retry_race, 300);
+	dh_add_case(s, "why", test_why, 240);
 	dh_add_case(s, "metrics_promtool", test_metrics_promtool, 240);
 	dh_add_case(s, "role", test_role_restart_and_off, 240);
 	return s;
