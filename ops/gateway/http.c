@@ -389,6 +389,8 @@ static enum MHD_Result finish(struct gateway *g, struct gw_req *r, const char *m
 		} else {
 			public_route(g, r);
 		}
+	} else if (atomic_load(&g->draining)) {
+		gw_http_error(g, r, 503, "shutting_down", NULL, "outboxd is stopping");
 	} else if (audited_route(g, r, method) && !r->answered) {
 		r->suspended = true;
 		MHD_suspend_connection(
