@@ -9,6 +9,7 @@
 #include "common/stellar/strkey.h"
 #include "common/vshard.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -204,6 +205,31 @@ static bool valid_hostport(const char *s, size_t n)
 	return valid_port(port);
 }
 
+/* A listen address: host:port with a numeric host (IPv4, [IPv6]) or localhost. */
+static bool valid_listen(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	char host[64];
+	unsigned char addr[16];
+	size_t n;
+
+	if (!colon || !valid_hostport(s, strlen(s)))
+		return false;
+	n = (size_t)(colon - s);
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		if (n - 2 >= sizeof(host))
+			return false;
+		memcpy(host, s + 1, n - 2);
+		host[n - 2] = '\0';
+		return inet_pton(AF_INET6, host, addr) == 1;
+	}
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	return !strcmp(host, "localhost") || inet_pton(AF_INET, host, addr) == 1;
+}
+
 static bool valid_url(const char *s)
 {
 	const char *host;
@@ -258,7 +284,8 @@ static void describe(const struct var *v, char *buf, size_t cap)
 		snprintf(buf, cap, "host:port with port 0..65535");
 		break;
 	case V_LISTEN:
-		snprintf(buf, cap, "host:port with port 0..65535, or off");
+		snprintf(buf, cap,
+			 "IPv4:port, [IPv6]:port or localhost:port with port 0..65535, or off");
 		break;
 	case V_BROKERS:
 		snprintf(buf, cap, "host:port[,host:port...]");
@@ -357,6 +384,8 @@ static int parse_one(const struct var *v, struct outbox_config *cfg, const char 
 	case V_LISTEN:
 		if (!strcmp(val, "off"))
 			return set_string(v, field, val, err);
+		if (strlen(val) >= v->size || !valid_listen(val))
+			return bad_value(v, val, NULL, err);
 		/* fall through */
 	case V_HOSTPORT:
 		if (strlen(val) >= v->size || !valid_hostport(val, strlen(val)))
