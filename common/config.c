@@ -9,6 +9,7 @@
 #include "common/stellar/strkey.h"
 #include "common/vshard.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ enum var_type {
 	V_INSTANCE, /* [A-Za-z0-9_-]{1,32} */
 	V_CONTRACT, /* C... strkey */
 	V_HOSTPORT, /* host:port */
+	V_LISTEN,   /* host:port or off */
 	V_BROKERS,  /* host:port[,host:port...] */
 	V_LOGFMT,   /* kv|json */
 	V_LOGLEVEL, /* debug|info|warn|error */
@@ -124,9 +126,15 @@ static const struct var vars[] = {
 	{"OUTBOX_KAFKA_BROKERS", V_BROKERS, 0, F(kafka_brokers), NULL, 0, 0,
 	 "Kafka bootstrap brokers, host:port[,host:port...]; unset: events stay in outbox.events"},
 	{"OUTBOX_KAFKA_TOPIC", V_STR, 0, F(kafka_topic), "outbox.events", 0, 0, "Kafka topic"},
-	{"OUTBOX_HTTP_ADDR", V_HOSTPORT, 0, F(http_addr), "127.0.0.1:8080", 0, 0,
-	 "listen address of the HTTP gateway, host:port; no gateway is built yet, nothing "
-	 "listens"},
+	{"OUTBOX_HTTP_ADDR", V_LISTEN, 0, F(http_addr), "127.0.0.1:8080", 0, 0,
+	 "listen address of the HTTP gateway (admin API, /metrics, network conditions, "
+	 "enqueue), host:port; off: no gateway process is forked"},
+	{"OUTBOX_HTTP_THREADS", V_INT, 0, F(http_threads), "2", 1, 64,
+	 "the gateway's HTTP threads (libmicrohttpd's pool, epoll)"},
+	{"OUTBOX_HTTP_RATE_LIMIT", V_INT, VF_RELOAD, F(http_rate_limit), "50", 1, 1000000,
+	 "HTTP requests per second per client address (IPv6: per /64); more answer 429"},
+	{"OUTBOX_HTTP_RATE_BURST", V_INT, VF_RELOAD, F(http_rate_burst), "100", 1, 1000000,
+	 "HTTP requests a client may send at once before OUTBOX_HTTP_RATE_LIMIT applies"},
 	{"OUTBOX_LOG_FORMAT", V_LOGFMT, 0, F(log_format), "kv", 0, 0, "kv|json"},
 	{"OUTBOX_RUN_DIR", V_STR, 0, F(run_dir), NULL, 0, 0,
 	 "directory of the instance lock file (unset: /run/outboxd if usable, else /tmp)"},
@@ -197,6 +205,31 @@ static bool valid_hostport(const char *s, size_t n)
 	return valid_port(port);
 }
 
+/* A listen address: host:port with a numeric host (IPv4, [IPv6]) or localhost. */
+static bool valid_listen(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	char host[64];
+	unsigned char addr[16];
+	size_t n;
+
+	if (!colon || !valid_hostport(s, strlen(s)))
+		return false;
+	n = (size_t)(colon - s);
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		if (n - 2 >= sizeof(host))
+			return false;
+		memcpy(host, s + 1, n - 2);
+		host[n - 2] = '\0';
+		return inet_pton(AF_INET6, host, addr) == 1;
+	}
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	return !strcmp(host, "localhost") || inet_pton(AF_INET, host, addr) == 1;
+}
+
 static bool valid_url(const char *s)
 {
 	const char *host;
@@ -249,6 +282,10 @@ static void describe(const struct var *v, char *buf, size_t cap)
 		break;
 	case V_HOSTPORT:
 		snprintf(buf, cap, "host:port with port 0..65535");
+		break;
+	case V_LISTEN:
+		snprintf(buf, cap,
+			 "IPv4:port, [IPv6]:port or localhost:port with port 0..65535, or off");
 		break;
 	case V_BROKERS:
 		snprintf(buf, cap, "host:port[,host:port...]");
@@ -344,6 +381,12 @@ static int parse_one(const struct var *v, struct outbox_config *cfg, const char 
 			return bad_value(v, val, strkey_status_name(rc), err);
 		return set_string(v, field, val, err);
 	}
+	case V_LISTEN:
+		if (!strcmp(val, "off"))
+			return set_string(v, field, val, err);
+		if (strlen(val) >= v->size || !valid_listen(val))
+			return bad_value(v, val, NULL, err);
+		/* fall through */
 	case V_HOSTPORT:
 		if (strlen(val) >= v->size || !valid_hostport(val, strlen(val)))
 			return bad_value(v, val, NULL, err);

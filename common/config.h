@@ -84,7 +84,10 @@ struct outbox_config {
 	char vault_contract[64];                /* OUTBOX_VAULT_CONTRACT, C... */
 	char kafka_brokers[CONFIG_STR_MAX];     /* OUTBOX_KAFKA_BROKERS */
 	char kafka_topic[256];                  /* OUTBOX_KAFKA_TOPIC */
-	char http_addr[256];                    /* OUTBOX_HTTP_ADDR */
+	char http_addr[256];                    /* OUTBOX_HTTP_ADDR ("off": no gateway) */
+	int64_t http_threads;                   /* OUTBOX_HTTP_THREADS */
+	int64_t http_rate_limit;                /* OUTBOX_HTTP_RATE_LIMIT (reloadable) */
+	int64_t http_rate_burst;                /* OUTBOX_HTTP_RATE_BURST (reloadable) */
 	enum log_format log_format;             /* OUTBOX_LOG_FORMAT */
 	char run_dir[CONFIG_STR_MAX];           /* OUTBOX_RUN_DIR (read by common/shm too) */
 	char config_file[CONFIG_STR_MAX];       /* OUTBOX_CONFIG_FILE */

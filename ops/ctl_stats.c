@@ -157,7 +157,7 @@ json_t *ctl_stats_collect(const struct ctl_shm_opts *o, bool *degraded)
 
 		proc_slot_read(shm_proc_slot(seg, p), &v);
 		if (v.role == SHM_ROLE_GATEWAY && v.state == SHM_PROC_FREE)
-			continue; /* the gateway's reserved slot: none is forked (layout.h) */
+			continue; /* the gateway's slot with OUTBOX_HTTP_ADDR=off (layout.h) */
 		if (p != SHM_PROC_SUPERVISOR && v.state != SHM_PROC_RUNNING)
 			*degraded = true;
 		row = json_pack(

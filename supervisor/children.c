@@ -49,6 +49,8 @@ const char *child_name(const struct child *c, char *buf, size_t len)
 
 static uint32_t role_count(const struct supervisor *s, const struct role *r)
 {
+	if (r->wanted && !r->wanted(&s->cfg))
+		return 0;
 	return r->per_worker ? (uint32_t)s->cfg.workers : 1;
 }
 

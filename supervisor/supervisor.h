@@ -37,6 +37,7 @@ struct role {
 	child_entry_fn *entry;
 	bool per_worker;  /* OUTBOX_WORKERS of them, else one */
 	bool drains_last; /* told to stop only once every other child is gone */
+	bool (*wanted)(const struct outbox_config *cfg); /* NULL: always; false: none forked */
 };
 
 extern const struct role sup_roles[]; /* in spawn order */

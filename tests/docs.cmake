@@ -11,6 +11,7 @@ set(layering_groups
 	"common=$<TARGET_FILE:outbox_common>,$<TARGET_FILE:outbox_stellar>,$<TARGET_FILE:outbox_shm>"
 	"oracle=$<TARGET_FILE:outbox_oracle>"
 	"worker=$<TARGET_FILE:outbox_worker>"
+	"gateway=$<TARGET_FILE:outbox_gateway>"
 	"supervisor=$<JOIN:$<TARGET_OBJECTS:outboxd>,,>"
 	"ops=$<JOIN:$<TARGET_OBJECTS:outboxctl>,,>")
 add_test(NAME layering COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/docs/layering.sh ${CMAKE_SOURCE_DIR}

@@ -65,8 +65,12 @@ static void on_recorded(PGresult *res, void *arg)
 	/* The row is durable: from here on this envelope may be out there. */
 	j->env[0].recorded = true;
 	stats_counter_add(j->w->stats, MET_ATTEMPTS_RECORDED, 1);
-	if (j->max_fee_hit)
+	if (j->max_fee_hit) {
 		stats_counter_add(j->w->stats, MET_MAX_FEE_HIT, 1);
+		stats_family_add(j->w->stats, FAM_MAX_FEE_HIT, j->prio, 0, 0, 1);
+	}
+	if (j->aggressive)
+		stats_counter_add(j->w->stats, MET_AGGRESSIVE_FEE_USED, 1);
 	follow_start(j, true);
 }
 
@@ -276,6 +280,7 @@ void build_start(struct job *j)
 	}
 	j->build_fee = (int64_t)(d.fee > UINT32_MAX / 2 ? UINT32_MAX / 2 : d.fee);
 	j->max_fee_hit = d.max_fee_hit;
+	j->aggressive = d.aggressive;
 	j->attempt_no = j->attempts + 1;
 	if (j->signer->key < 0) {
 		j->attempt_no = 0;

@@ -187,6 +187,7 @@ static void on_bump_recorded(PGresult *res, void *arg)
 	j->last_bump_ms = mono_ms();
 	j->sent_ledger = 0;
 	stats_counter_add(j->w->stats, MET_FEE_BUMPS, 1);
+	stats_family_add(j->w->stats, FAM_FEE_BUMPS, j->kind, 0, 0, 1);
 	send(j);
 }
 
@@ -218,6 +219,7 @@ static bool bump_fee(struct job *j, int64_t *fee)
 		want = min_fee;
 	if (want > cap) {
 		stats_counter_add(j->w->stats, MET_MAX_FEE_HIT, 1);
+		stats_family_add(j->w->stats, FAM_MAX_FEE_HIT, j->prio, 0, 0, 1);
 		if (min_fee > cap)
 			return false; /* wait for the queue to drop it: the milder rules apply */
 		want = cap;

@@ -12,6 +12,7 @@
 #include "worker/worker.h"
 
 #include "common/backoff.h"
+#include "common/clock.h"
 #include "common/crashpoint.h"
 #include "common/log.h"
 #include "common/shm/inflight.h"
@@ -140,6 +141,12 @@ static void finish(struct job *j, const char *sql, int n, const char *const *p)
 		leases_resync(j->w, j->vshard, "postgresql unavailable");
 }
 
+/* outbox_ops_total{kind, priority, outcome} (labels of an unknown kind are dropped) */
+static void count_outcome(struct job *j, enum shm_outcome o)
+{
+	stats_family_add(j->w->stats, FAM_OPS, j->kind, j->prio, o, 1);
+}
+
 int job_tries(const struct job *j)
 {
 	return (j->attempt_no ? j->attempt_no : j->attempts + 1) - j->attempts_base;
@@ -163,6 +170,7 @@ void job_fail(struct job *j, const char *error, const char *code)
 
 	log_info("op %lld FAILED: %s (%s)", (long long)j->op_id, error, code ? code : "-");
 	stats_counter_add(j->w->stats, MET_OPS_FAILED, 1);
+	count_outcome(j, SHM_OUTCOME_FAILED);
 	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
 	finish(j, "SELECT outbox.op_fail($1, $2::int, $3::bigint, $4::bigint, $5, $6)", 3, p);
 }
@@ -197,6 +205,7 @@ void job_retry(struct job *j, int64_t delay_ms, const char *error, bool count)
 	if (delay_ms < 0)
 		delay_ms = backoff_ms(j);
 	stats_counter_add(j->w->stats, MET_OPS_RETRIED, 1);
+	count_outcome(j, SHM_OUTCOME_RETRY);
 	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
 	snprintf(d, sizeof(d), "%lld", (long long)delay_ms);
 	finish(j,
@@ -226,6 +235,10 @@ void job_settle(struct job *j, const char *code, bool retryable)
 	snprintf(fee, sizeof(fee), "%lld", (long long)l->fee_charged);
 	if (!code) {
 		stats_counter_add(j->w->stats, MET_OPS_CONFIRMED, 1);
+		count_outcome(j, SHM_OUTCOME_CONFIRMED);
+		if (j->created_ms > 0)
+			stats_hfamily_observe(j->w->stats, HFAM_OP_LATENCY, j->kind, j->prio, 0,
+					      (uint64_t)((int64_t)wall_ms() - j->created_ms));
 	} else {
 		snprintf(err, sizeof(err), "failed on chain: %s", code);
 		p[5] = err;
@@ -233,8 +246,10 @@ void job_settle(struct job *j, const char *code, bool retryable)
 			snprintf(delay, sizeof(delay), "%lld", (long long)backoff_ms(j));
 			p[6] = delay;
 			stats_counter_add(j->w->stats, MET_OPS_RETRIED, 1);
+			count_outcome(j, SHM_OUTCOME_RETRY);
 		} else {
 			stats_counter_add(j->w->stats, MET_OPS_FAILED, 1);
+			count_outcome(j, SHM_OUTCOME_FAILED);
 		}
 		log_info("op %lld: tx %.12s failed on chain: %s%s", (long long)j->op_id, l->hash,
 			 code, p[6] ? " (retryable: a new transaction follows)" : "");

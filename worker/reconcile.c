@@ -52,7 +52,9 @@ enum {
 	C_BASE,
 	C_KIND,
 	C_ATTEMPTS,
-	C_MAXBUMP
+	C_MAXBUMP,
+	C_PRIO,   /* the op's priority and creation time (ms): only metrics' labels */
+	C_CREATED /* and outbox_op_latency_seconds read them */
 };
 
 static struct job *job_for(struct worker *w, int v, int64_t op)
@@ -91,6 +93,8 @@ static struct job *adopt_op(struct worker *w, int v, const PGresult *res, int r)
 	j->attempts_base = atoi(PQgetvalue(res, r, C_BASE));
 	if (op_kind_parse(PQgetvalue(res, r, C_KIND), &j->kind))
 		j->kind = OP_KIND_COUNT;
+	j->prio = (enum op_priority)atoi(PQgetvalue(res, r, C_PRIO));
+	j->created_ms = strtoll(PQgetvalue(res, r, C_CREATED), NULL, 10);
 	s->seq_valid = false;
 	j->st = J_FOLLOWING;
 	if (inflight_try_acquire(w->ctx->seg, w->ctx->index, w->cfg->global_max_in_flight) == 0) {
@@ -218,9 +222,10 @@ void reconcile_start(struct worker *w, int v)
 		     "r.envelope_xdr, r.source_sequence, r.max_time, r.fee, r.attempt_no, "
 		     "r.max_ledger, r.sent_after_ledger, r.attempts_base, r.kind, r.attempts, "
 		     "(SELECT max(x.bump_no) FROM outbox.attempts x WHERE x.op_id = r.op_id AND "
-		     "x.attempt_no = r.attempt_no) "
-		     "FROM outbox.reconcile_list($1, $2::int, $3::bigint) r ORDER BY r.op_id, "
-		     "r.bump_no",
+		     "x.attempt_no = r.attempt_no), o.priority, "
+		     "(extract(epoch FROM o.created_at) * 1000)::bigint "
+		     "FROM outbox.reconcile_list($1, $2::int, $3::bigint) r "
+		     "JOIN outbox.ops o ON o.id = r.op_id ORDER BY r.op_id, r.bump_no",
 		     3, p, on_list, c)) {
 		free(c);
 		return;

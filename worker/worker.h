@@ -230,6 +230,7 @@ struct job {
 	struct txbuild tb;
 	int64_t build_fee;
 	bool max_fee_hit;
+	bool aggressive; /* bid from the aggressive fee (a metric only) */
 };
 
 /* ---- worker_main.c ---- */

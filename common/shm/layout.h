@@ -27,13 +27,12 @@
  * 3 + i worker i (SHM_PROC_WORKER0). The process table, the stats blocks and
  * the QSBR reader counters are all indexed by this one number.
  *
- * The gateway is a role this version does not build: the supervisor's role
- * table forks none, so its slot stays FREE (outboxctl stats does not list
- * it), no signal is ever sent to it, and its hint rings (SHM_PRODUCER_GATEWAY,
- * NEW_OP hints) stay empty; workers already read them. Slot 2 and those
- * rings stay in the layout because taking them out renumbers every worker's
- * slot and every ring (a major version), and the gateway needs exactly them
- * back.
+ * The gateway (ops/gateway/) runs in slot 2 unless OUTBOX_HTTP_ADDR is off
+ * (then its slot stays FREE and outboxctl stats does not list it). It writes
+ * its proc slot and stats block, reads every stats block and copies the fee
+ * snapshot with the seqcount (its QSBR counter stays offline). Its hint rings
+ * (SHM_PRODUCER_GATEWAY, NEW_OP hints) stay empty: it pushes no hints yet;
+ * workers already read them.
  *
  * Notes on synchronisation (who writes what)
  * ------------------------------------------
@@ -75,7 +74,7 @@
 
 #define SHM_MAGIC        0x4f5554424f584431ULL /* "OUTBOXD1" */
 #define SHM_LAYOUT_MAJOR 1      /* bump = existing bytes reinterpreted; attachers refuse */
-#define SHM_LAYOUT_MINOR 0      /* bump = fields/sections appended; tolerated */
+#define SHM_LAYOUT_MINOR 1      /* bump = fields/sections appended; tolerated (1: stats families) */
 #define SHM_ENDIAN_MARK  0x1234 /* written natively */
 #define SHM_CACHELINE    64
 #define SHM_ALIGN        128 /* section alignment and hot per-writer lines */
@@ -208,6 +207,9 @@ struct shm_stats_block {
 	_Atomic uint64_t counter[SHM_COUNTER_CAP]; /* owner; monotonic */
 	_Atomic int64_t gauge[SHM_GAUGE_CAP];      /* owner */
 	struct shm_histogram hist[SHM_HIST_CAP];   /* owner */
+	/* 1.1, appended: the labeled families of metrics.h */
+	_Atomic uint64_t family[SHM_FAMILY_CAP];               /* owner; monotonic */
+	struct shm_histogram family_hist[SHM_FAMILY_HIST_CAP]; /* owner */
 };
 
 /* ---- QSBR (fee snapshot readers) -------------------------------------- */
@@ -270,7 +272,7 @@ struct shm_fee_slot {
 /* ---- hint rings ------------------------------------------------------- */
 
 enum shm_producer {
-	SHM_PRODUCER_GATEWAY = 0, /* new op ids; no gateway is built yet (see the top) */
+	SHM_PRODUCER_GATEWAY = 0, /* new op ids; the gateway pushes none yet (see the top) */
 	SHM_PRODUCER_ORACLE = 1,  /* landed tx hashes from the ledger follower */
 	SHM_N_PRODUCERS = 2,
 };

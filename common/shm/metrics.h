@@ -17,14 +17,27 @@
  * Names follow Prometheus conventions (counters end in _total, units in the
  * name). Every process has every metric; a metric a role never touches stays
  * 0 and /metrics or outboxctl may skip zero rows of other roles.
+ *
+ * Labeled families (appended in layout 1.1): one counter or histogram per
+ * combination of label values, each label a fixed list (enum shm_dim):
+ *	counter families:   X(ID, "name", "help", D1, D2, D3)
+ *	histogram families: X(ID, "name", "help", D1, D2, D3, B, DIV)
+ * where Dn is KIND, PRIORITY, OUTCOME or NONE; a histogram family observes
+ * integers with bounds B, 2B, ... like the histograms above, and an exporter
+ * divides bounds and sums by DIV (milliseconds exported as seconds). Their
+ * cells live in fixed-capacity arrays too (SHM_FAMILY_CAP,
+ * SHM_FAMILY_HIST_CAP): adding a family is one line. The gateway's /metrics
+ * sums every process's cells; which label values exist is stats.c's.
  */
 #ifndef OUTBOX_SHM_METRICS_H
 #define OUTBOX_SHM_METRICS_H
 
-#define SHM_COUNTER_CAP  64
-#define SHM_GAUGE_CAP    32
-#define SHM_HIST_CAP     8
-#define SHM_HIST_BUCKETS 16
+#define SHM_COUNTER_CAP     64
+#define SHM_GAUGE_CAP       32
+#define SHM_HIST_CAP        8
+#define SHM_HIST_BUCKETS    16
+#define SHM_FAMILY_CAP      128 /* counter cells of all counter families */
+#define SHM_FAMILY_HIST_CAP 16  /* histograms of all histogram families */
 
 /* clang-format off */
 #define SHM_COUNTERS(X) \
@@ -65,7 +78,14 @@
 	X(MET_EVENTS_SEALED, "outbox_events_sealed_total", "events linked into their hash chain") \
 	X(MET_EVENTS_PRODUCED, "outbox_events_produced_total", "events handed to the Kafka producer (re-sends included)") \
 	X(MET_EVENTS_PUBLISHED, "outbox_events_published_total", "events acknowledged by Kafka and marked published") \
-	X(MET_EVENT_DELIVERY_FAILURES, "outbox_event_delivery_failures_total", "events Kafka did not acknowledge (produced again later)")
+	X(MET_EVENT_DELIVERY_FAILURES, "outbox_event_delivery_failures_total", "events Kafka did not acknowledge (produced again later)") \
+	X(MET_AGGRESSIVE_FEE_USED, "outbox_aggressive_fee_used_total", "attempts bid from the aggressive (p95) fee: CRITICAL under congestion") \
+	X(MET_HTTP_REQUESTS, "outbox_http_requests_total", "HTTP requests answered by the gateway") \
+	X(MET_HTTP_CLIENT_ERRORS, "outbox_http_client_errors_total", "HTTP answers 4xx other than 401, 403 and 429") \
+	X(MET_HTTP_SERVER_ERRORS, "outbox_http_server_errors_total", "HTTP answers 5xx") \
+	X(MET_HTTP_AUTH_REFUSED, "outbox_http_auth_refused_total", "HTTP calls refused 401 or 403") \
+	X(MET_HTTP_RATE_LIMITED, "outbox_http_rate_limited_total", "HTTP calls refused 429") \
+	X(MET_HTTP_KEY_REFRESHES, "outbox_http_key_refreshes_total", "API key cache reloads from PostgreSQL")
 
 #define SHM_GAUGES(X) \
 	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \
@@ -75,7 +95,8 @@
 	X(MET_SNAPSHOT_AGE_MS, "outbox_snapshot_age_ms", "age of the fee snapshot at the last read") \
 	X(MET_CHILDREN_RUNNING, "outbox_children_running", "children currently running (supervisor)") \
 	X(MET_KAFKA_QUEUE, "outbox_kafka_queue", "events in the Kafka producer's queue (not yet acknowledged)") \
-	X(MET_EVENTS_BACKLOG, "outbox_events_unpublished", "events of this process's chains not yet on Kafka")
+	X(MET_EVENTS_BACKLOG, "outbox_events_unpublished", "events of this process's chains not yet on Kafka") \
+	X(MET_HTTP_WAITING, "outbox_http_waiting_requests", "synchronous enqueues waiting for their op to end")
 
 #define SHM_HISTOGRAMS(X) \
 	X(MET_LOOP_LATENCY_US, "outbox_loop_latency_us", "event loop iteration time in microseconds", 16) \
@@ -83,11 +104,28 @@
 	X(MET_PUBLISH_WAIT_US, "outbox_fee_publish_wait_us", "time a publish waited for a free slot in microseconds", 1) \
 	X(MET_ENQUEUE_TO_CLAIM_MS, "outbox_enqueue_to_claim_ms", "op creation to claim in milliseconds", 1) \
 	X(MET_ENQUEUE_TO_SEND_MS, "outbox_enqueue_to_send_ms", "op creation to first send in milliseconds", 1)
+#define SHM_COUNTER_FAMILIES(X) \
+	X(FAM_OPS, "outbox_ops_total", "worker decisions about ops: confirmed, sent back for a retry, failed", KIND, PRIORITY, OUTCOME) \
+	X(FAM_FEE_BUMPS, "outbox_fee_bump_total", "fee-bump envelopes recorded and sent", KIND, NONE, NONE) \
+	X(FAM_MAX_FEE_HIT, "outbox_max_fee_hit_total", "fee bids capped, or bumps held back, by OUTBOX_MAX_ABS_FEE", PRIORITY, NONE, NONE)
+
+#define SHM_HIST_FAMILIES(X) \
+	X(HFAM_OP_LATENCY, "outbox_op_latency_seconds", "op creation to confirmation", KIND, PRIORITY, NONE, 50, 1000)
 /* clang-format on */
+
+/* Label dimensions of the families; each value list is fixed (stats.c). */
+enum shm_dim { SHM_DIM_NONE, SHM_DIM_KIND, SHM_DIM_PRIORITY, SHM_DIM_OUTCOME, SHM_N_DIMS };
+#define SHM_DIM_NONE_N     1
+#define SHM_DIM_KIND_N     4 /* enum op_kind (common/priority.h) */
+#define SHM_DIM_PRIORITY_N 3 /* enum op_priority */
+#define SHM_DIM_OUTCOME_N  3 /* enum shm_outcome */
+enum shm_outcome { SHM_OUTCOME_CONFIRMED, SHM_OUTCOME_RETRY, SHM_OUTCOME_FAILED };
 
 #define SHM_METRIC_ENUM_(id, ...) id,
 enum shm_counter_id { SHM_COUNTERS(SHM_METRIC_ENUM_) SHM_N_COUNTERS };
 enum shm_gauge_id { SHM_GAUGES(SHM_METRIC_ENUM_) SHM_N_GAUGES };
 enum shm_hist_id { SHM_HISTOGRAMS(SHM_METRIC_ENUM_) SHM_N_HISTS };
+enum shm_family_id { SHM_COUNTER_FAMILIES(SHM_METRIC_ENUM_) SHM_N_FAMILIES };
+enum shm_hfamily_id { SHM_HIST_FAMILIES(SHM_METRIC_ENUM_) SHM_N_HFAMILIES };
 
 #endif

@@ -3,7 +3,7 @@
  * rte_rcu_qsbr style, counters in shm).
  *
  * One writer (the oracle) and registered readers (the workers; the gateway's
- * slot stays offline until a gateway is built),
+ * slot stays offline: its HTTP threads copy the snapshot with the seqcount),
  * each with a counter at its process index: 0 = offline, otherwise the last
  * token the reader saw. The writer retires an object (a fee slot) with
  * qsbr_start(), which returns a token T; the object may be reused once

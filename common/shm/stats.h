@@ -4,12 +4,15 @@
  * Each process owns exactly one struct shm_stats_block (layout.h), indexed by
  * its process index, and is its only writer, so updates are a relaxed load
  * plus a relaxed store (no locked read-modify-write). Readers (outboxctl;
- * a gateway's /metrics once one is built) load each word atomically with
+ * the gateway's /metrics) load each word atomically with
  * relaxed ordering; that is enough because every counter is independent and
  * monotonic: a reader may see a slightly old value, never a torn one, and
  * never one that goes backwards. A histogram's buckets, count and sum are read one by one and
  * can disagree by the observations that raced the read; Prometheus tolerates
  * that (sum of buckets is reported as the count when exporting).
+ *
+ * The gateway's own block has several writer threads (its HTTP pool): they
+ * add with atomic_fetch_add, which readers see the same way.
  *
  * Restarts keep the counters: a respawned process continues from the values
  * in its block (stats_block_restart only bumps the generation).
@@ -61,5 +64,40 @@ const char *stats_hist_help(unsigned id);
 uint64_t stats_hist_bound(unsigned id, unsigned i);
 /* Bucket index a value falls in (bound(i-1) < v <= bound(i)). */
 unsigned stats_hist_bucket(unsigned id, uint64_t v);
+
+/*
+ * Labeled families (metrics.h): a cell per combination of label values
+ * (l1, l2, l3 index the family's dimensions; 0 for NONE). Out-of-range ids
+ * or values are ignored.
+ */
+void stats_family_add(struct shm_stats_block *b, enum shm_family_id f, unsigned l1, unsigned l2,
+		      unsigned l3, uint64_t n);
+void stats_hfamily_observe(struct shm_stats_block *b, enum shm_hfamily_id f, unsigned l1,
+			   unsigned l2, unsigned l3, uint64_t v);
+
+/* readers: cells are numbered 0..stats_family_cells(f)-1 (l1 slowest) */
+unsigned stats_family_cells(unsigned f);
+uint64_t stats_family_read(const struct shm_stats_block *b, unsigned f, unsigned cell);
+unsigned stats_hfamily_cells(unsigned f);
+void stats_hfamily_read(const struct shm_stats_block *b, unsigned f, unsigned cell,
+			struct stats_hist_view *out);
+
+/* Metadata; NULL for an unknown id. */
+const char *stats_family_name(unsigned f);
+const char *stats_family_help(unsigned f);
+const char *stats_hfamily_name(unsigned f);
+const char *stats_hfamily_help(unsigned f);
+/* Dimension i (0..2) of a family; SHM_DIM_NONE past its last. */
+enum shm_dim stats_family_dim(unsigned f, unsigned i);
+enum shm_dim stats_hfamily_dim(unsigned f, unsigned i);
+/* Upper bound of bucket i in observed units (UINT64_MAX: +Inf), and the divisor. */
+uint64_t stats_hfamily_bound(unsigned f, unsigned i);
+uint64_t stats_hfamily_divisor(unsigned f);
+/* Label name ("kind") and value count and names of a dimension. */
+const char *stats_dim_label(enum shm_dim d);
+unsigned stats_dim_size(enum shm_dim d);
+const char *stats_dim_value(enum shm_dim d, unsigned i);
+/* Which value of dimension i (0..2) cell `cell` of a family with dims d has. */
+unsigned stats_cell_value(const enum shm_dim d[3], unsigned cell, unsigned i);
 
 #endif

@@ -8,10 +8,12 @@ OUTBOX_DEB_PACKAGES=(
 	build-essential cmake pkg-config git
 	libpq-dev postgresql-client
 	libcurl4-openssl-dev libjansson-dev libsodium-dev librdkafka-dev
-	check libsubunit-dev libmicrohttpd-dev libhiredis-dev
+	check libsubunit-dev libmicrohttpd-dev liburcu-dev libhiredis-dev
 	clang libclang-rt-dev clang-format
-	python3 curl jq procps iproute2 wrk tmux
+	python3 curl jq procps iproute2 wrk tmux prometheus
 )
+# prometheus brings promtool, which checks the gateway's /metrics
+# (check_gateway fails, never skips, without it). Its server is not used.
 # libclang-rt-dev is Debian's unversioned name for the sanitizer and libFuzzer
 # runtime of the default clang (14 on Debian 12, 19 on Debian 13).
 # Node.js (for the SDK interop tests) may come from outside Debian, with its

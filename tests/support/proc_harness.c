@@ -172,6 +172,7 @@ pid_t ph_spawn_outboxd(struct proc_harness *h, const char *arg, const char *cons
 		setenv("OUTBOX_RESTART_BACKOFF_MAX_MS", "300", 1);
 		setenv("FEE_ORACLE_POLL_MS", "200", 1);
 		setenv("FEE_ORACLE_TTL_MS", "1000", 1);
+		setenv("OUTBOX_HTTP_ADDR", "off", 1); /* a gateway only where a test asks (extra) */
 		unsetenv("OUTBOX_CONFIG_FILE");
 		for (; extra && *extra; extra++)
 			putenv((char *)*extra);

@@ -65,6 +65,7 @@ static void dump_sections(void)
 	S(shm_stats_block);
 	F(shm_stats_block, generation), F(shm_stats_block, counter);
 	F(shm_stats_block, gauge), F(shm_stats_block, hist);
+	F(shm_stats_block, family), F(shm_stats_block, family_hist);
 	S(shm_qsbr_token);
 	F(shm_qsbr_token, token);
 	S(shm_qsbr_reader);
@@ -103,8 +104,8 @@ static void dump_enums(void)
 	out("roles %d %d %d %d procs %d %d %d %d\n", SHM_ROLE_SUPERVISOR, SHM_ROLE_ORACLE,
 	    SHM_ROLE_GATEWAY, SHM_ROLE_WORKER, SHM_PROC_SUPERVISOR, SHM_PROC_ORACLE,
 	    SHM_PROC_GATEWAY, SHM_PROC_WORKER0);
-	out("metric caps %d %d %d buckets %d\n", SHM_COUNTER_CAP, SHM_GAUGE_CAP, SHM_HIST_CAP,
-	    SHM_HIST_BUCKETS);
+	out("metric caps %d %d %d buckets %d families %d %d\n", SHM_COUNTER_CAP, SHM_GAUGE_CAP,
+	    SHM_HIST_CAP, SHM_HIST_BUCKETS, SHM_FAMILY_CAP, SHM_FAMILY_HIST_CAP);
 	shm_segment_size(&cfg, &total, NULL);
 	out("default config %u workers %u ring %u slots -> %zu bytes\n", cfg.n_workers,
 	    cfg.ring_capacity, cfg.fee_slots, total);

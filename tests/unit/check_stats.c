@@ -118,6 +118,54 @@ START_TEST(test_counters_gauges)
 }
 END_TEST
 
+/* Labeled families: one cell per label combination, l1 slowest; values named as the API names them. */
+START_TEST(test_families)
+{
+	struct shm_stats_block *b = shm_stats_block(&seg, SHM_PROC_WORKER0);
+	enum shm_dim d[3] = {stats_family_dim(FAM_OPS, 0), stats_family_dim(FAM_OPS, 1),
+			     stats_family_dim(FAM_OPS, 2)};
+	struct stats_hist_view v;
+	unsigned hits = 0;
+
+	ck_assert_uint_eq(stats_family_cells(FAM_OPS), 4 * 3 * 3);
+	ck_assert_uint_eq(stats_family_cells(FAM_FEE_BUMPS), 4);
+	ck_assert_uint_eq(stats_family_cells(FAM_MAX_FEE_HIT), 3);
+	ck_assert_str_eq(stats_family_name(FAM_OPS), "outbox_ops_total");
+	ck_assert_str_eq(stats_dim_label(d[0]), "kind");
+	ck_assert_str_eq(stats_dim_label(d[2]), "outcome");
+	ck_assert_str_eq(stats_dim_value(SHM_DIM_KIND, 3), "REFERRAL_REWARD");
+	ck_assert_str_eq(stats_dim_value(SHM_DIM_OUTCOME, SHM_OUTCOME_RETRY), "retry");
+	ck_assert_ptr_null(stats_dim_value(SHM_DIM_PRIORITY, 3));
+	/* WITHDRAW (1), LOW (2), failed (2): cell (1*3 + 2)*3 + 2 = 17 */
+	stats_family_add(b, FAM_OPS, 1, 2, SHM_OUTCOME_FAILED, 2);
+	stats_family_add(b, FAM_OPS, 4, 0, 0, 1); /* out of range: ignored */
+	stats_family_add(b, FAM_FEE_BUMPS, 3, 0, 0, 1);
+	for (unsigned c = 0; c < stats_family_cells(FAM_OPS); c++)
+		if (stats_family_read(b, FAM_OPS, c)) {
+			hits++;
+			ck_assert_uint_eq(c, 17);
+			ck_assert_uint_eq(stats_cell_value(d, c, 0), 1);
+			ck_assert_uint_eq(stats_cell_value(d, c, 1), 2);
+			ck_assert_uint_eq(stats_cell_value(d, c, 2), SHM_OUTCOME_FAILED);
+			ck_assert_uint_eq(stats_family_read(b, FAM_OPS, c), 2);
+		}
+	ck_assert_uint_eq(hits, 1);
+	ck_assert_uint_eq(stats_family_read(b, FAM_FEE_BUMPS, 3), 1);
+	ck_assert_uint_eq(stats_family_read(b, FAM_MAX_FEE_HIT, 0),
+			  0); /* families do not overlap */
+	/* the latency family: ms, exported in seconds */
+	ck_assert_uint_eq(stats_hfamily_divisor(HFAM_OP_LATENCY), 1000);
+	ck_assert_uint_eq(stats_hfamily_bound(HFAM_OP_LATENCY, 0), 50);
+	stats_hfamily_observe(b, HFAM_OP_LATENCY, 0, 1, 0, 120); /* DEPOSIT, NORMAL */
+	stats_hfamily_read(b, HFAM_OP_LATENCY, 1, &v);
+	ck_assert_uint_eq(v.count, 1);
+	ck_assert_uint_eq(v.sum, 120);
+	ck_assert_uint_eq(v.bucket[2], 1); /* 100 < 120 <= 200 */
+	stats_hfamily_read(b, HFAM_OP_LATENCY, 0, &v);
+	ck_assert_uint_eq(v.count, 0);
+}
+END_TEST
+
 START_TEST(test_histogram)
 {
 	struct shm_stats_block *b = shm_stats_block(&seg, SHM_PROC_ORACLE);
@@ -187,6 +235,7 @@ static Suite *stats_suite(void)
 	tcase_add_test(tc, test_blocks_aligned_and_separate);
 	tcase_add_test(tc, test_counters_gauges);
 	tcase_add_test(tc, test_histogram);
+	tcase_add_test(tc, test_families);
 	tcase_add_test(tc, test_cross_process_monotonic);
 	suite_add_tcase(s, tc);
 	return s;
