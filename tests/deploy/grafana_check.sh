@@ -3,8 +3,9 @@
 # has a uid and title, takes its Prometheus from the `datasource` variable,
 # and every panel has a unique id, a title, a place on the 24-column grid
 # that no other panel covers, and queries (each with a refId and an expr,
-# on the dashboard's datasource). Which metrics the queries name is
-# metric_names.sh's check.
+# on the dashboard's datasource), and every query is PromQL that Prometheus
+# parses (promtool, with the dashboard's variables filled in). Which metrics
+# the queries name is metric_names.sh's check.
 set -euo pipefail
 dash=$1
 die() {
@@ -45,4 +46,17 @@ problems=$(jq -r '
 	        | "panels \(.[0].id) (\(.[0].title)) and \(.[1].id) (\(.[1].title)) overlap") | .[])
 	] | .[]' "$dash")
 [[ -z $problems ]] || die "$dash:"$'\n'"$problems"
+
+# Each query as the expr of a rule, variables filled in as Grafana would.
+command -v promtool >/dev/null || die "promtool is missing (Debian package prometheus, in ops/lib/deps.sh)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+jq -r '"groups:\n  - name: dashboard\n    rules:",
+	([.panels[] | ., (.panels? // [] | .[]) | .targets[]?.expr] | to_entries[] |
+	 "      - record: query_\(.key)\n        expr: \(.value | tojson)")' "$dash" |
+	sed -e 's/\$__rate_interval/5m/g; s/\$__interval/1m/g; s/\$__range/1h/g' \
+		-e 's/\$job/outboxd/g; s/\$instance/.*/g' >"$tmp/queries.yml"
+if ! out=$(promtool check rules "$tmp/queries.yml" 2>&1); then
+	die "$dash: a query is not valid PromQL:"$'\n'"$out"
+fi
 echo "$dash: $(jq '[.panels[] | select(.type != "row")] | length' "$dash") panels, $(jq '[.panels[].targets[]?] | length' "$dash") queries"
