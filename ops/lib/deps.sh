@@ -5,17 +5,22 @@
 # "install ok installed"), with one `apt-get update` first.
 
 OUTBOX_DEB_PACKAGES=(
+	systemd prometheus # systemd-analyze and promtool: tests/deploy.cmake (below)
 	build-essential cmake pkg-config git
 	libpq-dev postgresql-client
 	libcurl4-openssl-dev libjansson-dev libsodium-dev librdkafka-dev
 	check libsubunit-dev libmicrohttpd-dev liburcu-dev libhiredis-dev
 	clang libclang-rt-dev clang-format
-	python3 curl jq procps iproute2 wrk tmux prometheus
+	python3 curl jq procps iproute2 wrk tmux
 )
 # prometheus brings promtool, which checks the gateway's /metrics
 # (check_gateway fails, never skips, without it). Its server is not used.
 # libclang-rt-dev is Debian's unversioned name for the sanitizer and libFuzzer
 # runtime of the default clang (14 on Debian 12, 19 on Debian 13).
+# systemd (systemd-analyze) and prometheus (promtool) check the deployment
+# files of ops/ (tests/deploy.cmake); both work without systemd running, and
+# neither needs its daemon: where systemd runs, installing prometheus also
+# starts a Prometheus server on :9090, which nothing here uses.
 # Node.js (for the SDK interop tests) may come from outside Debian, with its
 # own npm: only ask apt for it when the commands are missing.
 
