@@ -28,6 +28,7 @@ int ctl_fee(int argc, char **argv);
 int ctl_audit(int argc, char **argv);
 int ctl_top(int argc, char **argv);
 int ctl_keys(int argc, char **argv);
+int ctl_ops(int argc, char **argv);
 
 /*
  * Shared by stats and fee (ctl_stats.c): parse [--json] [--instance NAME]

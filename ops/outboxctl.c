@@ -15,6 +15,7 @@ static const struct ctl_command commands[] = {
 	{"fee", ctl_fee, "the current fee snapshot of a running instance and its age"},
 	{"top", ctl_top,
 	 "live full-screen view of a running instance (q quits; --once for one frame)"},
+	{"ops", ctl_ops, "ops: list, show, why, retry, cancel (audited like the HTTP admin API)"},
 	{"keys", ctl_keys, "the gateway's API keys: create (printed once), list, revoke"},
 	{"audit", ctl_audit,
 	 "read the event topic and check every op's history and chain (--verify: against the table "
