@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const struct ctl_command commands[] = {
 	{"version", ctl_version, "print the outboxctl version"},
@@ -37,15 +38,35 @@ static void usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
+/*
+ * `outboxctl <command> --help`: every subcommand prints its usage on stderr
+ * when its arguments do not parse (ctl.h), so help is that, on stdout, with
+ * exit 0: one usage text per command, never two that drift apart.
+ */
+static int help(const struct ctl_command *c, char **argv)
+{
+	int rc;
+
+	fflush(stderr);
+	if (dup2(STDOUT_FILENO, STDERR_FILENO) < 0)
+		return 2;
+	rc = c->run(2, argv);
+	return rc == 2 ? 0 : rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+			return help(&commands[i], argv + 1);
+		return commands[i].run(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "outboxctl: unknown command '%s' (see outboxctl --help)\n", argv[1]);
 	return 2;
 }
