@@ -103,8 +103,14 @@ static void clear_results(struct pgq *q)
 static void drop_connection(struct pgq *q, const char *why)
 {
 	if (q->conn) {
-		log_warn("postgresql %s: %s", q->connecting ? "connect failed" : "connection lost",
-			 why);
+		/*
+		 * Once per episode: the first failure is a warning, the retries
+		 * that follow are debug lines (a server down for a minute would
+		 * otherwise log every attempt of every connection), and the
+		 * connect that ends the episode says how long it lasted.
+		 */
+		log_msg(q->failures ? LOG_LVL_DEBUG : LOG_LVL_WARN, "postgresql %s: %s",
+			q->connecting ? "connect failed" : "connection lost", why);
 		if (q->fd >= 0)
 			epoll_ctl(q->ep, EPOLL_CTL_DEL, q->fd, NULL);
 		PQfinish(q->conn);
@@ -115,7 +121,8 @@ static void drop_connection(struct pgq *q, const char *why)
 	q->connecting = false;
 	clear_results(q);
 	q->n_sent = 0;
-	q->failures++;
+	if (!q->failures++)
+		q->down_since_ms = mono_ms();
 	q->retry_at_ms = mono_ms() +
 			 (int64_t)backoff_full_jitter_ms(
 				 q->failures, PGQ_BACKOFF_BASE_MS, PGQ_BACKOFF_MAX_MS,
@@ -429,6 +436,9 @@ static void connect_step(struct pgq *q)
 		return;
 	}
 	q->connecting = false;
+	if (q->failures)
+		log_info("postgresql connected again after %u failed attempts in %lld ms",
+			 q->failures, (long long)(mono_ms() - q->down_since_ms));
 	q->failures = 0;
 	q->retry_at_ms = 0;
 	if (q->on_connect)
