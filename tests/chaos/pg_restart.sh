@@ -21,6 +21,9 @@ chaos_init pg_restart
 N=${CHAOS_OPS:-1200}
 RATE=${CHAOS_RATE:-40}
 SPIN_MAX=${CHAOS_SPIN_MAX_PCT:-30} # % of one core: an idle or waiting process stays far below
+# PostgreSQL connections of the group: per worker 4 (worker/worker.h) + its
+# relay's, the oracle's follower and relay
+PG_CONNS_MAX=$((2 * 5 + 2))
 
 pg_start
 db_make
@@ -63,6 +66,7 @@ for mode in fast immediate; do
 	base=$(confirmed)
 	wait_confirmed $((base + step)) 240
 	log "restart -m $mode (confirmed so far: $(confirmed))"
+	warn0=$(log_count 'level=warn.*postgresql (connect failed|connection lost)')
 	pg_down "$mode"
 	spin=$(cpu_share 4 $(pgrep -g "$OUTBOXD_PID"))
 	((spin <= SPIN_MAX)) || violation "a process used ${spin}% of a core while PostgreSQL was down (-m $mode)"
@@ -70,8 +74,12 @@ for mode in fast immediate; do
 	pg_up
 	after=$(confirmed)
 	wait_confirmed $((after + step / 2)) 240 # the work flows again
-	episodes=$(jq -c --arg m "$mode" --argjson s "$spin" --argjson c "$after" \
-		'. + [{mode: $m, max_cpu_pct_while_down: $s, confirmed_at_restart: $c}]' <<<"$episodes")
+	# once per episode: at most one warning per PostgreSQL connection
+	warns=$(($(log_count 'level=warn.*postgresql (connect failed|connection lost)') - warn0))
+	((warns <= PG_CONNS_MAX)) ||
+		violation "$warns PostgreSQL warnings in one -m $mode episode (at most $PG_CONNS_MAX connections)"
+	episodes=$(jq -c --arg m "$mode" --argjson s "$spin" --argjson c "$after" --argjson w "$warns" \
+		'. + [{mode: $m, max_cpu_pct_while_down: $s, confirmed_at_restart: $c, warn_lines: $w}]' <<<"$episodes")
 done
 extra restarts "$episodes"
 load_wait 600

@@ -1857,6 +1857,114 @@ START_TEST(test_fault_timeout_on_send_processes)
 }
 END_TEST
 
+/* Count the bytes of an answer, keeping only its first 64. */
+struct counted {
+	size_t n;
+	char head[65];
+};
+
+static size_t count_data(char *d, size_t sz, size_t nm, void *u)
+{
+	struct counted *c = u;
+
+	if (c->n < 64)
+		memcpy(c->head + c->n, d, sz * nm < 64 - c->n ? sz * nm : 64 - c->n);
+	c->n += sz * nm;
+	return sz * nm;
+}
+
+/* POST body to /; the curl result, the bytes received in *got. */
+static CURLcode post_counted(const char *body, long timeout_ms, struct counted *got)
+{
+	CURL *c = curl_easy_init();
+	char url[64];
+	CURLcode rc;
+
+	memset(got, 0, sizeof(*got));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", sim_port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, count_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, got);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	rc = curl_easy_perform(c);
+	curl_easy_cleanup(c);
+	return rc;
+}
+
+/*
+ * Hostile answers: huge (64 MiB, streamed), deep (nesting no parser
+ * accepts), truncated (half the announced length, then the connection is
+ * cut), drip (the real answer, 16 bytes every 250 ms); a sendTransaction
+ * whose answer is spoiled was still processed.
+ */
+START_TEST(test_fault_hostile_answers)
+{
+	const char *health = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}";
+	struct counted got;
+	struct acct a;
+	struct built t;
+	json_error_t je;
+	char *body, *params;
+	json_t *j;
+	size_t normal;
+	double t0;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	ck_assert_int_eq(http("/", health, 5000, &body), 200);
+	normal = strlen(body);
+	free(body);
+
+	set_faults("{\"method\":\"getHealth\",\"huge_rate\":1}");
+	ck_assert_int_eq(post_counted(health, 60000, &got), CURLE_OK);
+	ck_assert_uint_eq(got.n, (size_t)64 << 20);
+	ck_assert(!strncmp(got.head, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{", 34));
+
+	set_faults("{\"method\":\"getHealth\",\"deep_rate\":1}");
+	ck_assert_int_eq(http("/", health, 5000, &body), 200);
+	ck_assert_uint_gt(strlen(body), 200000);
+	j = json_loads(body, 0, &je);
+	ck_assert_ptr_null(j); /* beyond jansson's depth limit */
+	free(body);
+
+	set_faults("{\"method\":\"getHealth\",\"truncated_rate\":1}");
+	ck_assert_int_eq(post_counted(health, 5000, &got), CURLE_PARTIAL_FILE);
+	ck_assert_uint_eq(got.n, normal / 2);
+
+	set_faults("{\"method\":\"getHealth\",\"drip_rate\":1}");
+	t0 = now_s();
+	ck_assert_int_eq(http("/", health, 60000, &body), 200);
+	/* a lower bound only: (chunks - 1) pauses of 250 ms */
+	ck_assert_double_ge(now_s() - t0, (double)((normal + 15) / 16 - 1) * 0.25 - 0.05);
+	j = json_loads(body, 0, &je);
+	ck_assert_msg(j != NULL, "a dripped answer arrives whole: %s", body);
+	ck_assert_str_eq(jstr(json_object_get(j, "result"), "status"), "healthy");
+	json_decref(j);
+	free(body);
+
+	/* a spoiled answer to sendTransaction: the envelope was processed */
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	set_faults("{}");
+	set_faults("{\"method\":\"sendTransaction\",\"truncated_rate\":1}");
+	params = malloc(strlen(t.b64) + 128);
+	sprintf(params,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sendTransaction\",\"params\":{"
+		"\"transaction\":\"%s\"}}",
+		t.b64);
+	ck_assert_int_eq(post_counted(params, 5000, &got), CURLE_PARTIAL_FILE);
+	free(params);
+	set_faults("{}");
+	expect_status(t.b64, "DUPLICATE");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	ck_assert_int_eq(executions(t.op_ref), 1);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
 /* Re-sign an envelope's outer part after changing its bump fee. */
 static char *rebump(const char *b64, int64_t fee, struct acct *payer)
 {
@@ -2528,6 +2636,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_strict_simulate);
 	tcase_add_test(tc, test_blackhole_ends_at_max_time);
 	tcase_add_test(tc, test_fault_timeout_on_send_processes);
+	tcase_add_test(tc, test_fault_hostile_answers);
 	tcase_add_test(tc, test_ledger_and_tx_meta);
 	tcase_add_test(tc, test_ingest_lag_single_view);
 	tcase_add_test(tc, test_ingest_lag_retention);
