@@ -471,6 +471,16 @@ void pgq_tick(struct pgq *q, int64_t now_ms)
 	connect_step(q);
 }
 
+int pgq_timeout_ms(const struct pgq *q, int64_t now_ms)
+{
+	int64_t t;
+
+	if (pgq_connected(q))
+		return -1;
+	t = (q->connecting ? q->connect_deadline_ms : q->retry_at_ms) - now_ms;
+	return t < 0 ? 0 : t > INT32_MAX ? INT32_MAX : (int)t;
+}
+
 void pgq_release(struct pgq *q)
 {
 	if (q->conn)

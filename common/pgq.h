@@ -108,6 +108,13 @@ void pgq_on_ready(struct pgq *q, uint32_t events);
 /* Reconnect when due; call every loop turn with CLOCK_MONOTONIC ms. */
 void pgq_tick(struct pgq *q, int64_t now_ms);
 
+/*
+ * While not connected: milliseconds until pgq_tick has something to do (the
+ * next connect attempt, or a connect's deadline), so an owner whose work all
+ * waits on the connection sleeps until then. -1 when connected.
+ */
+int pgq_timeout_ms(const struct pgq *q, int64_t now_ms);
+
 /* Commands queued or on the wire. */
 size_t pgq_pending(const struct pgq *q);
 

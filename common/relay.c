@@ -705,7 +705,14 @@ int relay_timeout_ms(const struct relay *r, int64_t now)
 {
 	int64_t t = r->n_marks ? r->next_mark_ms - now : 1000;
 
-	if (r->more || r->n_fifo || r->resending)
+	/*
+	 * Without its connection nothing below can run (relay_tick stops at
+	 * the reconnect): marks, reads and resends that are due would make the
+	 * owner's loop spin for as long as PostgreSQL is away.
+	 */
+	if (!pgq_connected(&r->pg))
+		t = pgq_timeout_ms(&r->pg, now);
+	else if (r->more || r->n_fifo || r->resending)
 		t = 0;
 	else if (r->next_read_ms - now < t)
 		t = r->next_read_ms - now;
