@@ -100,6 +100,7 @@ chaos_cleanup() {
 	local rc=$?
 	set +e
 	load_stop 2>/dev/null
+	closer_stop 2>/dev/null
 	for g in "${PIDS_TO_KILL[@]}"; do
 		kill -KILL -- "-$g" 2>/dev/null
 	done
@@ -173,17 +174,26 @@ pg_restart() { # pg_restart fast|immediate
 	pg_up
 }
 
-# db_make: a fresh database, migrated; DB_URL is its conninfo.
+# db_make: a fresh database, migrated. DB_URL is outboxd's conninfo, ADMIN_URL
+# the scenario's own (the load, the checks). With DB_OWNER set, outboxd is
+# that ordinary role, owner of the database: a superuser would get the
+# connections PostgreSQL reserves for superusers, which the starvation
+# scenario must leave to the scenario itself.
 db_make() {
 	DB=chaos
-	psql -X -q -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB" >/dev/null ||
-		die "CREATE DATABASE failed"
-	DB_URL="$PGBASE dbname=$DB"
+	if [[ -n ${DB_OWNER:-} ]]; then
+		psql -X -q -d postgres -v ON_ERROR_STOP=1 -c "CREATE ROLE $DB_OWNER LOGIN" >/dev/null ||
+			die "CREATE ROLE failed"
+	fi
+	psql -X -q -d postgres -v ON_ERROR_STOP=1 \
+		-c "CREATE DATABASE $DB OWNER ${DB_OWNER:-postgres}" >/dev/null || die "CREATE DATABASE failed"
+	ADMIN_URL="$PGBASE dbname=$DB"
+	DB_URL="host=127.0.0.1 port=$PG_PORT user=${DB_OWNER:-postgres} dbname=$DB"
 	OUTBOX_DATABASE_URL=$DB_URL OUTBOX_VSHARDS=${VSHARDS:-8} "$B/outboxctl" migrate \
 		>"$T/migrate.log" 2>&1 || die "outboxctl migrate failed: $(tail -3 "$T/migrate.log")"
 }
 
-sql() { psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -d "$DB_URL" "$@"; }
+sql() { psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -d "$ADMIN_URL" "$@"; }
 
 # ---------------------------------------------------------------- stellar-sim
 sim_start() {
@@ -194,6 +204,26 @@ sim_start() {
 	SIM_PID=$!
 	wait_for 30 "stellar-sim to listen" grep -q '^listening ' "$T/sim.out"
 	SIM=http://127.0.0.1:$SIM_PORT
+}
+
+# closer_start [MS]: close a ledger every MS (default 1000) through /debug/close;
+# for a sim started with a long --ledger-ms, so the scenario knows when the
+# chain can move (the sim-restart scenario reads its state between closes).
+closer_start() {
+	local ms=${1:-1000}
+	(
+		trap 'exit 0' TERM
+		while :; do
+			curl -fsS -o /dev/null -X POST --data '{}' "$SIM/debug/close" 2>/dev/null
+			sleep "$(awk -v m="$ms" 'BEGIN{printf "%.3f", m/1000}')"
+		done
+	) &
+	CLOSER_PID=$!
+}
+
+closer_stop() {
+	[[ -n ${CLOSER_PID:-} ]] && kill -TERM "$CLOSER_PID" 2>/dev/null && wait "$CLOSER_PID" 2>/dev/null
+	CLOSER_PID=
 }
 
 sim_post() { # sim_post PATH JSON
@@ -369,7 +399,7 @@ load_start() {
 			j=$((i + batch - 1))
 			((j > n)) && j=$n
 			t0=$(date +%s%N)
-			if load_sql "$i" "$j" | psql -X -q -At -d "$DB_URL" -v ON_ERROR_STOP=1 \
+			if load_sql "$i" "$j" | psql -X -q -At -d "$ADMIN_URL" -v ON_ERROR_STOP=1 \
 				>/dev/null 2>>"$T/load.log"; then
 				echo "$j" >"$T/acked"
 				# pace: (ops in the batch)/rate seconds per batch, minus what it took
@@ -406,7 +436,7 @@ all_terminal() { [[ $(open_ops 2>/dev/null) == 0 ]]; }
 
 # wait_confirmed N SECONDS: at least N ops CONFIRMED (mid-load checkpoints).
 wait_confirmed() {
-	wait_for "$2" "$1 ops confirmed" bash -c "[[ \$(psql -X -At -d '$DB_URL' -c \"SELECT count(*) >= $1 FROM outbox.ops WHERE status = 'CONFIRMED'\") == t ]]"
+	wait_for "$2" "$1 ops confirmed" bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) >= $1 FROM outbox.ops WHERE status = 'CONFIRMED'\") == t ]]"
 }
 
 # ---------------------------------------------------------------- verdict
@@ -414,7 +444,9 @@ wait_confirmed() {
 # sim-restart scenario, where the chain's history is gone); otherwise every op
 # must end CONFIRMED.
 HELD_OK=${HELD_OK:-0}
-EXECUTIONS_EXTRA='{}' # by_ref of an earlier stellar-sim life, merged in
+# /debug/executions of an earlier stellar-sim life (the sim-restart scenario),
+# merged in: its by_ref counts added, its max_pending_per_account kept
+EXECUTIONS_EXTRA='{"by_ref":{},"max_pending_per_account":{}}' 
 
 summary_line() { # summary_line OK REASON
 	jq -nc --arg s "$CHAOS_NAME" --argjson ok "$1" --arg why "${2:-}" \
@@ -441,7 +473,7 @@ verdict() {
 	res=$(jq -nc --argjson ex "$ex" --argjson prev "$EXECUTIONS_EXTRA" --argjson ops "$ops" \
 		--argjson held_ok "$HELD_OK" '
 		($ex.by_ref) as $now
-		| ([$prev, $now] | map(to_entries) | add | group_by(.key)
+		| ([$prev.by_ref, $now] | map(to_entries) | add | group_by(.key)
 			| map({key: .[0].key, value: (map(.value) | add)}) | from_entries) as $by
 		| ($ops | map({key: .[0], value: .[1]}) | from_entries) as $st
 		| {
@@ -450,15 +482,15 @@ verdict() {
 			confirmed_not_executed: ([$ops[] | select(.[1] == "CONFIRMED" and (($by[.[0]] // 0) == 0))] | length),
 			executed_not_confirmed: ([$ops[] | select(.[1] != "CONFIRMED" and (.[1] != "HELD" or $held_ok == 0) and (($by[.[0]] // 0) > 0))] | length),
 			held_executed: ([$ops[] | select(.[1] == "HELD" and (($by[.[0]] // 0) > 0))] | length),
-			max_concurrent_per_account: ([$ex.max_pending_per_account[]] | max // 0)
+			max_concurrent_per_account: ([$ex.max_pending_per_account[], $prev.max_pending_per_account[]] | max // 0)
 		}')
 	# events: every row published and on the topic, and the topic audited clean
 	wait_until 120 bash -c \
-		"[[ \$(psql -X -At -d '$DB_URL' -c 'SELECT count(*) FROM outbox.events WHERE published_at IS NULL') == 0 ]]" ||
+		"[[ \$(psql -X -At -d '$ADMIN_URL' -c 'SELECT count(*) FROM outbox.events WHERE published_at IS NULL') == 0 ]]" ||
 		true
 	unpub=$(sql -c "SELECT count(*) FROM outbox.events WHERE published_at IS NULL")
 	total_events=$(sql -c "SELECT count(*) FROM outbox.events")
-	audit_json=$(OUTBOX_DATABASE_URL=$DB_URL "$B/outboxctl" audit --verify --json \
+	audit_json=$(OUTBOX_DATABASE_URL=$ADMIN_URL "$B/outboxctl" audit --verify --json \
 		--brokers "$KAFKA" --topic "$TOPIC" 2>"$T/audit.err") || audit_rc=$?
 	if ! jq -e . >/dev/null 2>&1 <<<"$audit_json"; then
 		audit_json='{}'

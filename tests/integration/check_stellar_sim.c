@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -782,6 +783,46 @@ START_TEST(test_help)
 	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --vault-contract GABC 2>/dev/null", dir);
 	p = popen(cmd, "r");
 	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+}
+END_TEST
+
+/*
+ * --accounts FILE: the accounts exist before the sim answers anything (a sim
+ * restarted in place of another, tests/chaos/sim_restart.sh); a bad file is
+ * a usage error.
+ */
+START_TEST(test_accounts_file)
+{
+	const char *dir = getenv("OUTBOX_BUILD_DIR");
+	char path[] = "/tmp/check_sim_accounts.XXXXXX", arg[64], cmd[1200];
+	const char *g = "GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH";
+	int fd = mkstemp(path);
+	json_t *st, *a;
+	FILE *p;
+
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "{\"accounts\":[{\"id\":\"%s\",\"seq\":\"777\",\"balance\":\"5\"}]}", g);
+	close(fd);
+	snprintf(arg, sizeof(arg), "%s", path);
+	sim_start("--ledger-ms", HOUR_MS, "--accounts", arg, NULL);
+	st = http_json("/debug/state", NULL);
+	a = json_object_get(json_object_get(st, "accounts"), g);
+	ck_assert_msg(a != NULL, "the account of --accounts is missing");
+	ck_assert_str_eq(jstr(a, "seq"), "777");
+	ck_assert_str_eq(jstr(a, "balance"), "5");
+	json_decref(st);
+	sim_stop();
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "{\"accounts\":[{\"id\":\"GNOPE\",\"seq\":\"1\",\"balance\":\"5\"}]}");
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --accounts %s 2>/dev/null", dir, path);
+	p = popen(cmd, "r");
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --accounts /nonexistent/x 2>/dev/null", dir);
+	p = popen(cmd, "r");
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+	unlink(path);
 }
 END_TEST
 
@@ -2613,6 +2654,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_read_methods);
 	tcase_add_test(tc, test_debug_off_and_timer);
 	tcase_add_test(tc, test_deposit_executes);
+	tcase_add_test(tc, test_accounts_file);
 	tcase_add_test(tc, test_rejections);
 	tcase_add_test(tc, test_no_account);
 	tcase_add_test(tc, test_fee_bump_rules);
