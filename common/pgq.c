@@ -104,13 +104,18 @@ static void drop_connection(struct pgq *q, const char *why)
 {
 	if (q->conn) {
 		/*
-		 * Once per episode: the first failure is a warning, the retries
-		 * that follow are debug lines (a server down for a minute would
-		 * otherwise log every attempt of every connection), and the
-		 * connect that ends the episode says how long it lasted.
+		 * Once per episode: the first failure is a warning, and so is a
+		 * retry that fails for another reason (a lost session, then
+		 * "too many clients"); a retry that fails as the one before is
+		 * a debug line (a server down for a minute would otherwise log
+		 * every attempt of every connection). The connect that ends
+		 * the episode says how long it lasted.
 		 */
-		log_msg(q->failures ? LOG_LVL_DEBUG : LOG_LVL_WARN, "postgresql %s: %s",
+		bool news = !q->failures || strncmp(why, q->last_why, sizeof(q->last_why) - 1);
+
+		log_msg(news ? LOG_LVL_WARN : LOG_LVL_DEBUG, "postgresql %s: %s",
 			q->connecting ? "connect failed" : "connection lost", why);
+		snprintf(q->last_why, sizeof(q->last_why), "%s", why);
 		if (q->fd >= 0)
 			epoll_ctl(q->ep, EPOLL_CTL_DEL, q->fd, NULL);
 		PQfinish(q->conn);

@@ -72,6 +72,7 @@ struct pgq {
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
 	uint32_t failures;    /* since the last successful connect: the episode's */
 	int64_t down_since_ms; /* monotonic: when the episode began */
+	char last_why[160];    /* the episode's last failure, logged once */
 	int64_t retry_at_ms; /* monotonic; 0 = connected or not yet tried */
 	bool connecting;     /* a non-blocking connect is under way */
 	int64_t connect_deadline_ms;
