@@ -300,7 +300,13 @@ outboxd_env() {
 # outboxd_spawn [KEY=VALUE...]: start it (log appended to $T/outboxd.log), no wait.
 outboxd_spawn() {
 	outboxd_env
-	env -i PATH="$PATH" "${OUTBOXD_ENV[@]}" "$@" setsid "$B/outboxd" >>"$T/outboxd.log" 2>&1 &
+	# (in $T, with core dumps allowed when OUTBOXD_CORES is set: the
+	# subshell execs, so the pid is outboxd's and it stays our child)
+	(
+		cd "$T"
+		[[ -n ${OUTBOXD_CORES:-} ]] && ulimit -c unlimited
+		exec env -i PATH="$PATH" "${OUTBOXD_ENV[@]}" "$@" setsid "$B/outboxd"
+	) >>"$T/outboxd.log" 2>&1 &
 	OUTBOXD_PID=$!
 }
 
