@@ -70,7 +70,27 @@ struct relay {
 	size_t n_marks, cap_marks;
 	bool marking, counting;
 	int64_t next_read_ms, next_mark_ms, next_count_ms;
+	unsigned failing; /* periodic statements failed in a row (failed()) */
 };
+
+/*
+ * The periodic statements (reads, resend pages, marks) run again about once
+ * a second while they fail - a lock held by another session, a
+ * statement_timeout - so a failure is a warning once per episode and debug
+ * after that, and the first success says how many failed.
+ */
+static void failed(struct relay *r, const char *what, const PGresult *res)
+{
+	log_msg(r->failing++ ? LOG_LVL_DEBUG : LOG_LVL_WARN, "relay: %s: %s", what,
+		PQresultErrorMessage(res));
+}
+
+static void succeeded(struct relay *r)
+{
+	if (r->failing)
+		log_info("relay: statements succeed again after %u failures", r->failing);
+	r->failing = 0;
+}
 
 /* ---- Kafka ---- */
 
@@ -450,9 +470,10 @@ static void on_unsealed(PGresult *res, void *arg)
 	r->reading = false;
 	if (!pgq_ok(res)) {
 		if (res)
-			log_warn("relay: events_unsealed: %s", PQresultErrorMessage(res));
+			failed(r, "events_unsealed", res);
 		return;
 	}
+	succeeded(r);
 	n = PQntuples(res);
 	r->more = n == RELAY_PAGE;
 	for (int k = 0; k < n; k++)
@@ -480,10 +501,11 @@ static void on_unpublished(PGresult *res, void *arg)
 	r->reading = false;
 	if (!pgq_ok(res)) {
 		if (res)
-			log_warn("relay: events_unpublished: %s", PQresultErrorMessage(res));
+			failed(r, "events_unpublished", res);
 		r->resending = false; /* start over later */
 		return;
 	}
+	succeeded(r);
 	n = PQntuples(res);
 	for (int i = 0; i < n; i++) {
 		struct sealed *s = fifo_push(r);
@@ -515,7 +537,9 @@ static void on_marked(PGresult *res, void *arg)
 
 	r->marking = false;
 	if (!pgq_ok(res) && res)
-		log_warn("relay: events_published: %s", PQresultErrorMessage(res));
+		failed(r, "events_published", res);
+	else if (res)
+		succeeded(r);
 }
 
 static void on_counted(PGresult *res, void *arg)

@@ -10,7 +10,8 @@
  *	a worker SIGKILLed between sealing its events and their delivery: they
  *	    arrive after its restart;
  *	a row changed or cut off in outbox.events: audit --verify says where;
- *	a relay whose database is down does not make its owner's loop spin.
+ *	a relay whose database is down does not make its owner's loop spin;
+ *	reads that keep failing (a lock, a statement_timeout) warn once.
  */
 #include "common/idempotency.h"
 #include "common/stellar/sign.h"
@@ -393,6 +394,88 @@ START_TEST(test_database_down_does_not_spin)
 }
 END_TEST
 
+/* Run a relay's loop for ms milliseconds. */
+static void relay_run(struct relay *r, int ep, int64_t ms)
+{
+	int64_t end = mono_ms() + ms;
+
+	while (mono_ms() < end) {
+		struct epoll_event evs[4];
+		int n = epoll_wait(ep, evs, 4, relay_timeout_ms(r, mono_ms()));
+
+		for (int i = 0; i < n; i++)
+			relay_on_ready(r, evs[i].data.u64, evs[i].events);
+		relay_tick(r, mono_ms());
+	}
+}
+
+static int count_in(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * Another session holds outbox.events locked while a statement_timeout
+ * cancels the relay's reads: they fail about once a second for as long as
+ * it lasts, and that is one warning, not one per attempt; the first read
+ * that succeeds again says so.
+ */
+START_TEST(test_failing_reads_warn_once)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	static struct shm_stats_block stats;
+	struct pgtest_db db;
+	char path[] = "/tmp/check_event_relay_log.XXXXXX", text[65536], sql[2300];
+	int ep = epoll_create1(0), fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	PGconn *c;
+	struct relay *r;
+	ssize_t n;
+
+	ck_assert_int_ge(ep, 0);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	pgtest_setup(&db, 8);
+	c = pgtest_connect(&db);
+	snprintf(sql, sizeof(sql), "ALTER DATABASE \"%s\" SET statement_timeout = '200ms'", db.name);
+	pgtest_exec(c, sql);
+	pgtest_exec(c, "BEGIN");
+	pgtest_exec(c, "LOCK TABLE outbox.events IN ACCESS EXCLUSIVE MODE");
+	r = relay_new(&(struct relay_config){.brokers = "127.0.0.1:9",
+					     .topic = "check_event_relay.locked",
+					     .database = db.conninfo,
+					     .client = "check-relay",
+					     .ep = ep,
+					     .tag_pg = 1,
+					     .tag_kafka = 2,
+					     .stats = &stats},
+		      &err);
+	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
+	relay_set_chain(r, "oracle:check");
+	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+	relay_run(r, ep, 4000); /* reads time out, again and again */
+	pgtest_exec(c, "COMMIT");
+	relay_run(r, ep, 2500); /* and succeed */
+	ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+	n = pread(fd, text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	ck_assert_msg(count_in(text, "level=warn") >= 1 &&
+			      count_in(text, "statement timeout") == 1,
+		      "want one warning for the episode, got:\n%.3000s", text);
+	ck_assert_msg(count_in(text, "statements succeed again after"),
+		      "want the episode's end, got:\n%.3000s", text);
+	relay_free(r, 0);
+	PQfinish(c);
+	pgtest_teardown(&db);
+	close(fd);
+	close(saved);
+	close(ep);
+}
+END_TEST
+
 static Suite *event_relay_suite(void)
 {
 	Suite *s = suite_create("event_relay");
@@ -409,6 +492,7 @@ static Suite *event_relay_suite(void)
 		    200);
 	dh_add_case(s, "tampering", test_tampering_is_found, 200);
 	dh_add_case(s, "database_down", test_database_down_does_not_spin, 60);
+	dh_add_case(s, "failing_reads", test_failing_reads_warn_once, 60);
 	return s;
 }
 
