@@ -92,6 +92,8 @@ chaos_init() {
 	KAFKA=${OUTBOX_KAFKA_BROKERS:-}
 	T0=$(now_ms)
 	trap chaos_cleanup EXIT
+	# a command that fails outside die() (set -e) still gets its summary line
+	trap 'CHAOS_ABORT=${CHAOS_ABORT:-"line $LINENO: \"$BASH_COMMAND\" exited $?"}' ERR
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 }
