@@ -108,11 +108,13 @@ chaos_cleanup() {
 	done
 	[[ -n ${OUTBOXD_PID:-} ]] && kill -KILL -- "-$OUTBOXD_PID" 2>/dev/null
 	[[ -n ${SIM_PID:-} ]] && kill -KILL "$SIM_PID" 2>/dev/null
-	wait 2>/dev/null
-	rm -f "/dev/shm/outboxd-$INSTANCE"
+	# the cluster first: clients of it (a scenario's hogs in pg_sleep) end with it
 	if [[ -n ${PGDATA_DIR:-} ]]; then
 		pg_as "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >/dev/null 2>&1
 	fi
+	for j in $(jobs -p); do kill -KILL "$j" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -f "/dev/shm/outboxd-$INSTANCE"
 	if ((rc != 0)); then
 		[[ -n ${CHAOS_ABORT:-} ]] && summary_line false "$CHAOS_ABORT" >&1
 		for f in outboxd.log sim.log pg.log load.log; do
