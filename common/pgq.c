@@ -111,9 +111,10 @@ static void drop_connection(struct pgq *q, const char *why)
 		 * every attempt of every connection). The connect that ends
 		 * the episode says how long it lasted.
 		 */
-		bool news = !q->failures || strncmp(why, q->last_why, sizeof(q->last_why) - 1);
+		bool new_reason =
+			!q->failures || strncmp(why, q->last_why, sizeof(q->last_why) - 1);
 
-		log_msg(news ? LOG_LVL_WARN : LOG_LVL_DEBUG, "postgresql %s: %s",
+		log_msg(new_reason ? LOG_LVL_WARN : LOG_LVL_DEBUG, "postgresql %s: %s",
 			q->connecting ? "connect failed" : "connection lost", why);
 		snprintf(q->last_why, sizeof(q->last_why), "%s", why);
 		if (q->fd >= 0)

@@ -70,11 +70,11 @@ struct pgq {
 	PGresult *res[PGQ_BATCH_MAX]; /* held until the batch completes */
 	size_t queued;
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
-	uint32_t failures;    /* since the last successful connect: the episode's */
+	uint32_t failures;     /* since the last successful connect: the episode's */
 	int64_t down_since_ms; /* monotonic: when the episode began */
 	char last_why[160];    /* the episode's last failure, logged once */
-	int64_t retry_at_ms; /* monotonic; 0 = connected or not yet tried */
-	bool connecting;     /* a non-blocking connect is under way */
+	int64_t retry_at_ms;   /* monotonic; 0 = connected or not yet tried */
+	bool connecting;       /* a non-blocking connect is under way */
 	int64_t connect_deadline_ms;
 	pgq_notify_fn on_notify;
 	pgq_connect_fn on_connect;

@@ -440,7 +440,8 @@ START_TEST(test_failing_reads_warn_once)
 	unlink(path);
 	pgtest_setup(&db, 8);
 	c = pgtest_connect(&db);
-	snprintf(sql, sizeof(sql), "ALTER DATABASE \"%s\" SET statement_timeout = '200ms'", db.name);
+	snprintf(sql, sizeof(sql), "ALTER DATABASE \"%s\" SET statement_timeout = '200ms'",
+		 db.name);
 	pgtest_exec(c, sql);
 	pgtest_exec(c, "BEGIN");
 	pgtest_exec(c, "LOCK TABLE outbox.events IN ACCESS EXCLUSIVE MODE");
@@ -462,8 +463,7 @@ START_TEST(test_failing_reads_warn_once)
 	ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
 	n = pread(fd, text, sizeof(text) - 1, 0);
 	text[n > 0 ? n : 0] = '\0';
-	ck_assert_msg(count_in(text, "level=warn") >= 1 &&
-			      count_in(text, "statement timeout") == 1,
+	ck_assert_msg(count_in(text, "level=warn") >= 1 && count_in(text, "statement timeout") == 1,
 		      "want one warning for the episode, got:\n%.3000s", text);
 	ck_assert_msg(count_in(text, "statements succeed again after"),
 		      "want the episode's end, got:\n%.3000s", text);

@@ -288,12 +288,12 @@ json_t *faults_json(void)
 		json_object_set_new(
 			o, table[i].method,
 			json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "delay_ms",
-				  (int)f->delay_ms, "timeout_rate", f->timeout_rate, "http_5xx_rate",
-				  f->http_5xx_rate, "garbage_rate", f->garbage_rate,
-				  "try_again_later_rate", f->try_again_later_rate, "blackhole_rate",
-				  f->blackhole_rate, "huge_rate", f->huge_rate, "deep_rate",
-				  f->deep_rate, "truncated_rate", f->truncated_rate, "drip_rate",
-				  f->drip_rate));
+				  (int)f->delay_ms, "timeout_rate", f->timeout_rate,
+				  "http_5xx_rate", f->http_5xx_rate, "garbage_rate",
+				  f->garbage_rate, "try_again_later_rate", f->try_again_later_rate,
+				  "blackhole_rate", f->blackhole_rate, "huge_rate", f->huge_rate,
+				  "deep_rate", f->deep_rate, "truncated_rate", f->truncated_rate,
+				  "drip_rate", f->drip_rate));
 	}
 	pthread_mutex_unlock(&lock);
 	return o;

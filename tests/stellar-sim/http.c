@@ -240,8 +240,8 @@ static ssize_t drip_reader(void *cls, uint64_t pos, char *buf, size_t max)
 static enum MHD_Result respond_stream(struct MHD_Connection *c, uint64_t size,
 				      MHD_ContentReaderCallback reader, void *cls)
 {
-	struct MHD_Response *r = MHD_create_response_from_callback(size, 32 * 1024, reader, cls,
-								     NULL);
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(size, 32 * 1024, reader, cls, NULL);
 	enum MHD_Result ret;
 
 	if (!r)
@@ -332,7 +332,7 @@ static enum MHD_Result rpc(struct req *q)
 		return respond_text(q->conn, 503, "503 Service Unavailable (injected)\n");
 	if (faults_roll(q->f.garbage_rate))
 		return garbage(q->conn);
-	h = faults_roll(q->f.huge_rate)	       ? H_HUGE
+	h = faults_roll(q->f.huge_rate)        ? H_HUGE
 	    : faults_roll(q->f.deep_rate)      ? H_DEEP
 	    : faults_roll(q->f.truncated_rate) ? H_TRUNCATED
 	    : faults_roll(q->f.drip_rate)      ? H_DRIP
