@@ -71,6 +71,7 @@ struct relay {
 	bool marking, counting;
 	int64_t next_read_ms, next_mark_ms, next_count_ms;
 	unsigned failing; /* periodic statements failed in a row (failed()) */
+	bool queue_full;  /* the producer refused the fifo's head: wait for deliveries */
 };
 
 /*
@@ -206,10 +207,13 @@ static void produce_fifo(struct relay *r)
 {
 	size_t k = 0;
 
+	r->queue_full = false;
 	while (k < r->n_fifo && !r->fifo[k].batch) {
 		rd_kafka_resp_err_t rc = produce(r, &r->fifo[k].e);
-		if (rc == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+		if (rc == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+			r->queue_full = true;
 			break;
+		}
 		if (rc) {
 			log_warn("relay: event %lld: %s (produced again later)",
 				 (long long)r->fifo[k].e.id, rd_kafka_err2str(rc));
@@ -727,18 +731,23 @@ void relay_on_ready(struct relay *r, uint64_t tag, uint32_t events)
 
 int relay_timeout_ms(const struct relay *r, int64_t now)
 {
-	int64_t t = r->n_marks ? r->next_mark_ms - now : 1000;
-
 	/*
-	 * Without its connection nothing below can run (relay_tick stops at
-	 * the reconnect): marks, reads and resends that are due would make the
-	 * owner's loop spin for as long as PostgreSQL is away.
+	 * An immediate turn only for what relay_tick can do at once. What
+	 * waits on a statement in flight (a read, a seal, a mark: a lock or a
+	 * slow server can hold it for long) or on the producer's full queue is
+	 * woken by the connection's or librdkafka's fd; asking for a turn
+	 * meanwhile made the owner's loop spin. Without its connection nothing
+	 * can run (relay_tick stops at the reconnect).
 	 */
+	bool can_read = !r->reading && !r->seals_out && r->n_fifo < RELAY_FIFO_MAX && r->source[0];
+	int64_t t = r->n_marks && !r->marking ? r->next_mark_ms - now : 1000;
+
 	if (!pgq_connected(&r->pg))
 		t = pgq_timeout_ms(&r->pg, now);
-	else if (r->more || r->n_fifo || r->resending)
+	else if ((r->n_fifo && !r->fifo[0].batch && !r->queue_full) ||
+		 (can_read && (r->more || r->resending)))
 		t = 0;
-	else if (r->next_read_ms - now < t)
+	else if (can_read && r->next_read_ms - now < t)
 		t = r->next_read_ms - now;
 	return t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
 }

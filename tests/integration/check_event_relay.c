@@ -394,12 +394,13 @@ START_TEST(test_database_down_does_not_spin)
 }
 END_TEST
 
-/* Run a relay's loop for ms milliseconds. */
-static void relay_run(struct relay *r, int ep, int64_t ms)
+/* Run a relay's loop for ms milliseconds; the turns it took. */
+static long relay_run(struct relay *r, int ep, int64_t ms)
 {
 	int64_t end = mono_ms() + ms;
+	long turns = 0;
 
-	while (mono_ms() < end) {
+	for (; mono_ms() < end; turns++) {
 		struct epoll_event evs[4];
 		int n = epoll_wait(ep, evs, 4, relay_timeout_ms(r, mono_ms()));
 
@@ -407,6 +408,7 @@ static void relay_run(struct relay *r, int ep, int64_t ms)
 			relay_on_ready(r, evs[i].data.u64, evs[i].events);
 		relay_tick(r, mono_ms());
 	}
+	return turns;
 }
 
 static int count_in(const char *text, const char *needle)
@@ -422,7 +424,8 @@ static int count_in(const char *text, const char *needle)
  * Another session holds outbox.events locked while a statement_timeout
  * cancels the relay's reads: they fail about once a second for as long as
  * it lasts, and that is one warning, not one per attempt; the first read
- * that succeeds again says so.
+ * that succeeds again says so. While a read waits on the lock the owner's
+ * loop sleeps (it spun while a resend or a full page was pending).
  */
 START_TEST(test_failing_reads_warn_once)
 {
@@ -434,6 +437,7 @@ START_TEST(test_failing_reads_warn_once)
 	PGconn *c;
 	struct relay *r;
 	ssize_t n;
+	long turns;
 
 	ck_assert_int_ge(ep, 0);
 	ck_assert_int_ge(fd, 0);
@@ -457,7 +461,7 @@ START_TEST(test_failing_reads_warn_once)
 	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
 	relay_set_chain(r, "oracle:check");
 	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
-	relay_run(r, ep, 4000); /* reads time out, again and again */
+	turns = relay_run(r, ep, 4000); /* reads time out, again and again */
 	pgtest_exec(c, "COMMIT");
 	relay_run(r, ep, 2500); /* and succeed */
 	ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
@@ -467,6 +471,8 @@ START_TEST(test_failing_reads_warn_once)
 		      "want one warning for the episode, got:\n%.3000s", text);
 	ck_assert_msg(count_in(text, "statements succeed again after"),
 		      "want the episode's end, got:\n%.3000s", text);
+	/* a turn per answer, tick or connect attempt, against ~10^5 when spinning */
+	ck_assert_msg(turns < 1000, "%ld loop turns in 4 s of reads waiting on a lock", turns);
 	relay_free(r, 0);
 	PQfinish(c);
 	pgtest_teardown(&db);
