@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/chaos/lib.sh - what the chaos scenarios share (sourced, bash).
 #
 #   chaos_init NAME       temp dir $T, instance, cleanup trap, the summary's name

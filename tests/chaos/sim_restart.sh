@@ -26,7 +26,7 @@ chaos_init sim_restart
 
 N=${CHAOS_OPS:-600}
 RATE=${CHAOS_RATE:-20}
-SPIN_MAX=${CHAOS_SPIN_MAX_PCT:-30}
+SPIN_MAX=${CHAOS_SPIN_MAX_PCT:-10}
 HELD_OK=1
 
 pg_start
