@@ -69,9 +69,12 @@ wait_for() {
 	wait_until "$secs" "$@" || die "timed out after ${secs}s waiting for $what"
 }
 
-free_port() { # a port nothing listens on, from $1 upward
+# free_port BASE: a port no socket uses, from BASE upward. Bases stay below
+# the kernel's ephemeral range (32768 up by default): a port in it can be
+# taken by any outgoing connection between this check and the bind.
+free_port() {
 	local p=$1
-	while [[ -n $(ss -Hltn "( sport = :$p )" 2>/dev/null) ]]; do
+	while [[ -n $(ss -Htan "( sport = :$p )" 2>/dev/null) ]]; do
 		p=$((p + 1))
 	done
 	echo "$p"
@@ -152,7 +155,7 @@ pg_start() {
 		PGDATA_DIR=$PG_DIR/data
 		pg_as "$PG_BIN/initdb" -D "$PGDATA_DIR" -A trust -U postgres >"$T/initdb.log" 2>&1 ||
 			die "initdb failed: $(tail -3 "$T/initdb.log")"
-		PG_PORT=$(free_port $((56000 + $$ % 2000)))
+		PG_PORT=$(free_port $((20000 + $$ % 5000)))
 		PG_OPTS=("$@")
 	fi
 	pg_up
@@ -202,7 +205,7 @@ sql() { psql -X -q -At -F '|' -v ON_ERROR_STOP=1 -d "$ADMIN_URL" "$@"; }
 
 # ---------------------------------------------------------------- stellar-sim
 sim_start() {
-	SIM_PORT=${SIM_PORT:-$(free_port $((47000 + $$ % 2000)))}
+	SIM_PORT=${SIM_PORT:-$(free_port $((26000 + $$ % 5000)))}
 	: >"$T/sim.out"
 	"$B/stellar-sim" --listen "127.0.0.1:$SIM_PORT" --debug --vault-contract "$CONTRACT" \
 		--hold-max-ms 5000 "$@" >"$T/sim.out" 2>>"$T/sim.log" &
