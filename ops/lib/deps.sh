@@ -11,7 +11,11 @@ OUTBOX_DEB_PACKAGES=(
 	check libsubunit-dev libmicrohttpd-dev libhiredis-dev
 	clang libclang-rt-dev clang-format
 	python3 curl jq procps iproute2 wrk
+	postgresql gdb
 )
+# postgresql (the server: initdb, pg_ctl) and gdb (gcore): tests/chaos/ runs a
+# private cluster per scenario and dumps the roles' memory to search it for
+# seeds.
 # libclang-rt-dev is Debian's unversioned name for the sanitizer and libFuzzer
 # runtime of the default clang (14 on Debian 12, 19 on Debian 13).
 # Node.js (for the SDK interop tests) may come from outside Debian, with its
