@@ -484,9 +484,14 @@ verdict() {
 	local missing
 	missing=$(sql -c "SELECT count(*) FROM generate_series(1, $n) i WHERE NOT EXISTS
 		(SELECT 1 FROM outbox.ops o WHERE o.business_record_id = 'r' || i)")
-	res=$(jq -nc --argjson ex "$ex" --argjson prev "$EXECUTIONS_EXTRA" --argjson ops "$ops" \
-		--argjson held_ok "$HELD_OK" '
-		($ex.by_ref) as $now
+	# (through files: a long run's documents exceed what one argument may hold)
+	printf '%s' "$ex" >"$T/executions.json"
+	printf '%s' "$EXECUTIONS_EXTRA" >"$T/executions_before.json"
+	printf '%s' "$ops" >"$T/ops.json"
+	res=$(jq -nc --slurpfile exs "$T/executions.json" --slurpfile prevs "$T/executions_before.json" \
+		--slurpfile opss "$T/ops.json" --argjson held_ok "$HELD_OK" '
+		$exs[0] as $ex | $prevs[0] as $prev | $opss[0] as $ops
+		| ($ex.by_ref) as $now
 		| ([$prev.by_ref, $now] | map(to_entries) | add | group_by(.key)
 			| map({key: .[0].key, value: (map(.value) | add)}) | from_entries) as $by
 		| ($ops | map({key: .[0], value: .[1]}) | from_entries) as $st
