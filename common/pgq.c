@@ -103,8 +103,20 @@ static void clear_results(struct pgq *q)
 static void drop_connection(struct pgq *q, const char *why)
 {
 	if (q->conn) {
-		log_warn("postgresql %s: %s", q->connecting ? "connect failed" : "connection lost",
-			 why);
+		/*
+		 * Once per episode: the first failure is a warning, and so is a
+		 * retry that fails for another reason (a lost session, then
+		 * "too many clients"); a retry that fails as the one before is
+		 * a debug line (a server down for a minute would otherwise log
+		 * every attempt of every connection). The connect that ends
+		 * the episode says how long it lasted.
+		 */
+		bool new_reason =
+			!q->failures || strncmp(why, q->last_why, sizeof(q->last_why) - 1);
+
+		log_msg(new_reason ? LOG_LVL_WARN : LOG_LVL_DEBUG, "postgresql %s: %s",
+			q->connecting ? "connect failed" : "connection lost", why);
+		snprintf(q->last_why, sizeof(q->last_why), "%s", why);
 		if (q->fd >= 0)
 			epoll_ctl(q->ep, EPOLL_CTL_DEL, q->fd, NULL);
 		PQfinish(q->conn);
@@ -115,7 +127,8 @@ static void drop_connection(struct pgq *q, const char *why)
 	q->connecting = false;
 	clear_results(q);
 	q->n_sent = 0;
-	q->failures++;
+	if (!q->failures++)
+		q->down_since_ms = mono_ms();
 	q->retry_at_ms = mono_ms() +
 			 (int64_t)backoff_full_jitter_ms(
 				 q->failures, PGQ_BACKOFF_BASE_MS, PGQ_BACKOFF_MAX_MS,
@@ -429,6 +442,9 @@ static void connect_step(struct pgq *q)
 		return;
 	}
 	q->connecting = false;
+	if (q->failures)
+		log_info("postgresql connected again after %u failed attempts in %lld ms",
+			 q->failures, (long long)(mono_ms() - q->down_since_ms));
 	q->failures = 0;
 	q->retry_at_ms = 0;
 	if (q->on_connect)
@@ -459,6 +475,16 @@ void pgq_tick(struct pgq *q, int64_t now_ms)
 		return;
 	}
 	connect_step(q);
+}
+
+int pgq_timeout_ms(const struct pgq *q, int64_t now_ms)
+{
+	int64_t t;
+
+	if (pgq_connected(q))
+		return -1;
+	t = (q->connecting ? q->connect_deadline_ms : q->retry_at_ms) - now_ms;
+	return t < 0 ? 0 : t > INT32_MAX ? INT32_MAX : (int)t;
 }
 
 void pgq_release(struct pgq *q)

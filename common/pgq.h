@@ -70,9 +70,11 @@ struct pgq {
 	PGresult *res[PGQ_BATCH_MAX]; /* held until the batch completes */
 	size_t queued;
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
-	uint32_t failures;
-	int64_t retry_at_ms; /* monotonic; 0 = connected or not yet tried */
-	bool connecting;     /* a non-blocking connect is under way */
+	uint32_t failures;     /* since the last successful connect: the episode's */
+	int64_t down_since_ms; /* monotonic: when the episode began */
+	char last_why[160];    /* the episode's last failure, logged once */
+	int64_t retry_at_ms;   /* monotonic; 0 = connected or not yet tried */
+	bool connecting;       /* a non-blocking connect is under way */
 	int64_t connect_deadline_ms;
 	pgq_notify_fn on_notify;
 	pgq_connect_fn on_connect;
@@ -106,6 +108,13 @@ void pgq_on_ready(struct pgq *q, uint32_t events);
 
 /* Reconnect when due; call every loop turn with CLOCK_MONOTONIC ms. */
 void pgq_tick(struct pgq *q, int64_t now_ms);
+
+/*
+ * While not connected: milliseconds until pgq_tick has something to do (the
+ * next connect attempt, or a connect's deadline), so an owner whose work all
+ * waits on the connection sleeps until then. -1 when connected.
+ */
+int pgq_timeout_ms(const struct pgq *q, int64_t now_ms);
 
 /* Commands queued or on the wire. */
 size_t pgq_pending(const struct pgq *q);

@@ -77,7 +77,28 @@ struct relay {
 	size_t n_marks, cap_marks;
 	bool marking, counting;
 	int64_t next_read_ms, next_mark_ms, next_count_ms;
+	unsigned failing; /* periodic statements failed in a row (failed()) */
+	bool queue_full;  /* the producer refused the fifo's head: wait for deliveries */
 };
+
+/*
+ * The periodic statements (reads, resend pages, marks) run again about once
+ * a second while they fail - a lock held by another session, a
+ * statement_timeout - so a failure is a warning once per episode and debug
+ * after that, and the first success says how many failed.
+ */
+static void failed(struct relay *r, const char *what, const PGresult *res)
+{
+	log_msg(r->failing++ ? LOG_LVL_DEBUG : LOG_LVL_WARN, "relay: %s: %s", what,
+		PQresultErrorMessage(res));
+}
+
+static void succeeded(struct relay *r)
+{
+	if (r->failing)
+		log_info("relay: statements succeed again after %u failures", r->failing);
+	r->failing = 0;
+}
 
 /* ---- Kafka ---- */
 
@@ -194,6 +215,7 @@ static void produce_fifo(struct relay *r)
 {
 	size_t k = 0;
 
+	r->queue_full = false;
 	while (k < r->n_fifo && !r->fifo[k].batch) {
 		rd_kafka_resp_err_t rc = produce(r, &r->fifo[k].e);
 		if (rc == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -460,9 +482,10 @@ static void on_unsealed(PGresult *res, void *arg)
 	r->reading = false;
 	if (!pgq_ok(res)) {
 		if (res)
-			log_warn("relay: events_unsealed: %s", PQresultErrorMessage(res));
+			failed(r, "events_unsealed", res);
 		return;
 	}
+	succeeded(r);
 	n = PQntuples(res);
 	r->more = n == RELAY_PAGE;
 	for (int k = 0; k < n; k++)
@@ -490,10 +513,11 @@ static void on_unpublished(PGresult *res, void *arg)
 	r->reading = false;
 	if (!pgq_ok(res)) {
 		if (res)
-			log_warn("relay: events_unpublished: %s", PQresultErrorMessage(res));
+			failed(r, "events_unpublished", res);
 		r->resending = false; /* start over later */
 		return;
 	}
+	succeeded(r);
 	n = PQntuples(res);
 	for (int i = 0; i < n; i++) {
 		struct sealed *s = fifo_push(r);
@@ -525,7 +549,9 @@ static void on_marked(PGresult *res, void *arg)
 
 	r->marking = false;
 	if (!pgq_ok(res) && res)
-		log_warn("relay: events_published: %s", PQresultErrorMessage(res));
+		failed(r, "events_published", res);
+	else if (res)
+		succeeded(r);
 }
 
 static void on_counted(PGresult *res, void *arg)
@@ -724,7 +750,7 @@ int relay_timeout_ms(const struct relay *r, int64_t now)
 	int64_t t = 1000, m;
 
 	if (!pgq_connected(&r->pg))
-		return RELAY_IDLE_MS; /* relay_tick's pgq_tick reconnects when its backoff allows */
+		return pgq_timeout_ms(&r->pg, now); /* nothing runs before the reconnect */
 	if (r->n_fifo && !r->fifo[0].batch && !r->queue_full)
 		return 0; /* sealed rows the producer takes */
 	can_read = (r->n_vshards || r->chain[0]) && r->source[0] && !r->reading && !r->seals_out &&

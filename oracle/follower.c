@@ -224,6 +224,13 @@ int follower_timeout_ms(const struct follower *f)
 {
 	int64_t t = f->next_ms - mono_ms();
 
+	/*
+	 * A call in flight ends with an event on its fd (the RPC client's or
+	 * the connection's): until then there is nothing to do, even when the
+	 * next page is due (the oracle's loop would spin for a slow answer).
+	 */
+	if (f->rpc_busy || f->query_busy)
+		t = 1000;
 	/* a waiting page: its lookup goes out at once, or pgq_tick (re)connects */
 	if (f->n_hashes && !f->query_busy)
 		t = pgq_connected(&f->pg) ? 0 : FOLLOWER_IDLE_MS;

@@ -21,7 +21,7 @@ set_tests_properties(check_kafka PROPERTIES RESOURCE_LOCK kafka_broker)
 
 # Lifecycle events relayed to the broker by outboxd (stops and restarts the
 # broker in its outage case, hence the same lock).
-outbox_suite(check_event_relay LIBS outbox_testsupport outbox_stellar
+outbox_suite(check_event_relay LIBS outbox_testsupport outbox_stellar outbox_common outbox_shm
 	DEPENDS outboxd outboxctl stellar-sim TIMEOUT 900)
 set_tests_properties(check_event_relay PROPERTIES RESOURCE_LOCK kafka_broker)
 

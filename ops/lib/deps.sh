@@ -12,9 +12,13 @@ OUTBOX_DEB_PACKAGES=(
 	check libsubunit-dev libmicrohttpd-dev liburcu-dev libhiredis-dev
 	clang libclang-rt-dev clang-format
 	python3 curl jq procps iproute2 wrk tmux
+	postgresql gdb
 )
 # prometheus brings promtool, which checks the gateway's /metrics
 # (check_gateway fails, never skips, without it). Its server is not used.
+# postgresql (the server: initdb, pg_ctl) and gdb (gcore): tests/chaos/ runs a
+# private cluster per scenario and dumps the roles' memory to search it for
+# seeds.
 # libclang-rt-dev is Debian's unversioned name for the sanitizer and libFuzzer
 # runtime of the default clang (14 on Debian 12, 19 on Debian 13).
 # systemd (systemd-analyze) and prometheus (promtool) check the deployment

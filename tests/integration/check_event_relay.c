@@ -9,7 +9,9 @@
  *	    every event is on the topic, no gap;
  *	a worker SIGKILLed between sealing its events and their delivery: they
  *	    arrive after its restart;
- *	a row changed or cut off in outbox.events: audit --verify says where.
+ *	a row changed or cut off in outbox.events: audit --verify says where;
+ *	a relay whose database is down does not make its owner's loop spin;
+ *	reads that keep failing (a lock, a statement_timeout) warn once.
  */
 #include "common/idempotency.h"
 #include "common/stellar/sign.h"
@@ -18,6 +20,14 @@
 #include "tests/support/kafkatest.h"
 #include "tests/support/pgtest.h"
 #include "tests/support/check_main.h"
+#include "common/clock.h"
+#include "common/relay.h"
+#include "common/shm/layout.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 
 static char topic[128];
 static char env_brokers[300], env_topic[200];
@@ -342,6 +352,148 @@ START_TEST(test_tampering_is_found)
 }
 END_TEST
 
+/*
+ * A relay whose database is down waits for its next connect attempt: the
+ * owner's loop sleeps on relay_timeout_ms(), and a relay that asked for an
+ * immediate turn while nothing could run made it spin (a worker or the
+ * oracle burned a core for as long as PostgreSQL was away).
+ */
+START_TEST(test_database_down_does_not_spin)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), ep = epoll_create1(0);
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	/* relay.h allows no stats block, but relay_tick sets a gauge in it */
+	static struct shm_stats_block stats;
+	char db[128];
+	struct relay *r;
+	long turns = 0;
+	int64_t end;
+
+	/* a port nothing listens on: bound, never listened to */
+	ck_assert_int_ge(ls, 0);
+	ck_assert_int_ge(ep, 0);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+	snprintf(db, sizeof(db), "host=127.0.0.1 port=%d dbname=x user=x", ntohs(a.sin_port));
+	r = relay_new(&(struct relay_config){.brokers = "127.0.0.1:9",
+					     .topic = "check_event_relay.down",
+					     .database = db,
+					     .client = "check-relay",
+					     .ep = ep,
+					     .tag_pg = 1,
+					     .tag_kafka = 2,
+					     .stats = &stats},
+		      &err);
+	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
+	relay_set_chain(r, "oracle:check"); /* a resend is due, reads too */
+	end = mono_ms() + 3000;
+	while (mono_ms() < end) {
+		struct epoll_event evs[4];
+		int n = epoll_wait(ep, evs, 4, relay_timeout_ms(r, mono_ms()));
+
+		for (int i = 0; i < n; i++)
+			relay_on_ready(r, evs[i].data.u64, evs[i].events);
+		relay_tick(r, mono_ms());
+		turns++;
+	}
+	/* a turn per connect attempt or per second, against ~10^5 when spinning */
+	ck_assert_msg(turns < 1000, "%ld loop turns in 3 s with the database down", turns);
+	relay_free(r, 0);
+	close(ep);
+	close(ls);
+}
+END_TEST
+
+/* Run a relay's loop for ms milliseconds; the turns it took. */
+static long relay_run(struct relay *r, int ep, int64_t ms)
+{
+	int64_t end = mono_ms() + ms;
+	long turns = 0;
+
+	for (; mono_ms() < end; turns++) {
+		struct epoll_event evs[4];
+		int n = epoll_wait(ep, evs, 4, relay_timeout_ms(r, mono_ms()));
+
+		for (int i = 0; i < n; i++)
+			relay_on_ready(r, evs[i].data.u64, evs[i].events);
+		relay_tick(r, mono_ms());
+	}
+	return turns;
+}
+
+static int count_in(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * Another session holds outbox.events locked while a statement_timeout
+ * cancels the relay's reads: they fail about once a second for as long as
+ * it lasts, and that is one warning, not one per attempt; the first read
+ * that succeeds again says so. While a read waits on the lock the owner's
+ * loop sleeps (it spun while a resend or a full page was pending).
+ */
+START_TEST(test_failing_reads_warn_once)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	static struct shm_stats_block stats;
+	struct pgtest_db db;
+	char path[] = "/tmp/check_event_relay_log.XXXXXX", text[65536], sql[2300];
+	int ep = epoll_create1(0), fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	PGconn *c;
+	struct relay *r;
+	ssize_t n;
+	long turns;
+
+	ck_assert_int_ge(ep, 0);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	pgtest_setup(&db, 8);
+	c = pgtest_connect(&db);
+	snprintf(sql, sizeof(sql), "ALTER DATABASE \"%s\" SET statement_timeout = '200ms'",
+		 db.name);
+	pgtest_exec(c, sql);
+	pgtest_exec(c, "BEGIN");
+	pgtest_exec(c, "LOCK TABLE outbox.events IN ACCESS EXCLUSIVE MODE");
+	r = relay_new(&(struct relay_config){.brokers = "127.0.0.1:9",
+					     .topic = "check_event_relay.locked",
+					     .database = db.conninfo,
+					     .client = "check-relay",
+					     .ep = ep,
+					     .tag_pg = 1,
+					     .tag_kafka = 2,
+					     .stats = &stats},
+		      &err);
+	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
+	relay_set_chain(r, "oracle:check");
+	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+	turns = relay_run(r, ep, 4000); /* reads time out, again and again */
+	pgtest_exec(c, "COMMIT");
+	relay_run(r, ep, 2500); /* and succeed */
+	ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+	n = pread(fd, text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	ck_assert_msg(count_in(text, "level=warn") >= 1 && count_in(text, "statement timeout") == 1,
+		      "want one warning for the episode, got:\n%.3000s", text);
+	ck_assert_msg(count_in(text, "statements succeed again after"),
+		      "want the episode's end, got:\n%.3000s", text);
+	/* a turn per answer, tick or connect attempt, against ~10^5 when spinning */
+	ck_assert_msg(turns < 1000, "%ld loop turns in 4 s of reads waiting on a lock", turns);
+	relay_free(r, 0);
+	PQfinish(c);
+	pgtest_teardown(&db);
+	close(fd);
+	close(saved);
+	close(ep);
+}
+END_TEST
+
 static Suite *event_relay_suite(void)
 {
 	Suite *s = suite_create("event_relay");
@@ -357,6 +509,8 @@ static Suite *event_relay_suite(void)
 	dh_add_case(s, "killed_between_seal_and_delivery", test_killed_between_seal_and_delivery,
 		    200);
 	dh_add_case(s, "tampering", test_tampering_is_found, 200);
+	dh_add_case(s, "database_down", test_database_down_does_not_spin, 60);
+	dh_add_case(s, "failing_reads", test_failing_reads_warn_once, 60);
 	return s;
 }
 

@@ -7,7 +7,8 @@
  * sees only its own verdict), a callback that sends while a batch is being
  * delivered (the rest of the batch is never sent twice), no batching on an
  * idle connection; and a connect to a server that never answers does not
- * block the event loop and gives up at the deadline.
+ * block the event loop and gives up at the deadline; an outage is logged
+ * once per episode (a warning when it begins, a line when it ends).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -293,6 +294,99 @@ START_TEST(test_connect_never_blocks_the_loop)
 }
 END_TEST
 
+/* Run fn with stderr (where the log goes) in a file; the file's text in out. */
+static void capture_log(void (*fn)(void *), void *arg, char *out, size_t cap)
+{
+	char path[] = "/tmp/check_pgq_log.XXXXXX";
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	ssize_t n;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_ge(saved, 0);
+	unlink(path);
+	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
+	fn(arg);
+	ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+	close(saved);
+	n = pread(fd, out, cap - 1, 0);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+}
+
+static int count(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* Retry a refused connect until at least 4 attempts failed. */
+static void refused_episode(void *arg)
+{
+	struct pgq *x = arg;
+	int64_t end = mono_ms() + 20000;
+
+	while (x->failures < 4 && mono_ms() < end) {
+		struct epoll_event evs[4];
+		int n;
+
+		pgq_tick(x, mono_ms());
+		n = epoll_wait(ep, evs, 4, 20);
+		for (int i = 0; i < n; i++)
+			pgq_on_ready(x, evs[i].events);
+	}
+}
+
+/* The server ends our session; a statement notices, the queue reconnects. */
+static void lost_episode(void *arg)
+{
+	static struct call k;
+
+	(void)arg;
+	pgtest_exec(c, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+		       "WHERE application_name = 'check_pgq'");
+	pending++;
+	ck_assert_int_eq(pgq_send(&q, "SELECT 1", 0, NULL, on_result, &k), 0);
+	run(5000);
+	pump_until_connected(&q, 10000);
+}
+
+/*
+ * A server that is down for a while, or refuses every connect, is one
+ * episode: one warning when it begins (the retries are debug lines) and one
+ * line when a connect ends it, not a warning per attempt per connection.
+ */
+START_TEST(test_outage_logs_once_per_episode)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	char conninfo[128], text[16384];
+	struct pgq refused;
+
+	/* a port nothing listens on: bound, never listened to */
+	ck_assert_int_ge(ls, 0);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+	snprintf(conninfo, sizeof(conninfo), "host=127.0.0.1 port=%d dbname=x user=x",
+		 ntohs(a.sin_port));
+	ck_assert_int_eq(pgq_init(&refused, conninfo, "check_pgq", ep, 9, NULL, NULL, NULL), 0);
+	capture_log(refused_episode, &refused, text, sizeof(text));
+	ck_assert_uint_ge(refused.failures, 4);
+	ck_assert_msg(count(text, "connect failed") == 1, "want one warning, got:\n%s", text);
+	pgq_release(&refused);
+	close(ls);
+
+	capture_log(lost_episode, NULL, text, sizeof(text));
+	ck_assert(pgq_connected(&q));
+	ck_assert_msg(count(text, "connection lost") == 1, "want one warning, got:\n%s", text);
+	ck_assert_msg(count(text, "connected again after 1 failed attempts") == 1,
+		      "want the episode's end, got:\n%s", text);
+}
+END_TEST
+
 static Suite *pgq_suite(void)
 {
 	Suite *s = suite_create("pgq");
@@ -305,6 +399,7 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_send_from_callback_never_resends_the_batch);
 	tcase_add_test(tc, test_idle_connection_sends_alone);
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
+	tcase_add_test(tc, test_outage_logs_once_per_episode);
 	suite_add_tcase(s, tc);
 	return s;
 }

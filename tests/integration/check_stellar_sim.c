@@ -23,6 +23,7 @@
 #include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -782,6 +783,46 @@ START_TEST(test_help)
 	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --vault-contract GABC 2>/dev/null", dir);
 	p = popen(cmd, "r");
 	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+}
+END_TEST
+
+/*
+ * --accounts FILE: the accounts exist before the sim answers anything (a sim
+ * restarted in place of another, tests/chaos/sim_restart.sh); a bad file is
+ * a usage error.
+ */
+START_TEST(test_accounts_file)
+{
+	const char *dir = getenv("OUTBOX_BUILD_DIR");
+	char path[] = "/tmp/check_sim_accounts.XXXXXX", arg[64], cmd[1200];
+	const char *g = "GAXDYNIBA5E4DXR5TJN522RRYESFQ5UNUXHIPTFGVLLD5O5K552DF5ZH";
+	int fd = mkstemp(path);
+	json_t *st, *a;
+	FILE *p;
+
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "{\"accounts\":[{\"id\":\"%s\",\"seq\":\"777\",\"balance\":\"5\"}]}", g);
+	close(fd);
+	snprintf(arg, sizeof(arg), "%s", path);
+	sim_start("--ledger-ms", HOUR_MS, "--accounts", arg, NULL);
+	st = http_json("/debug/state", NULL);
+	a = json_object_get(json_object_get(st, "accounts"), g);
+	ck_assert_msg(a != NULL, "the account of --accounts is missing");
+	ck_assert_str_eq(jstr(a, "seq"), "777");
+	ck_assert_str_eq(jstr(a, "balance"), "5");
+	json_decref(st);
+	sim_stop();
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	dprintf(fd, "{\"accounts\":[{\"id\":\"GNOPE\",\"seq\":\"1\",\"balance\":\"5\"}]}");
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --accounts %s 2>/dev/null", dir, path);
+	p = popen(cmd, "r");
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+	snprintf(cmd, sizeof(cmd), "%s/stellar-sim --accounts /nonexistent/x 2>/dev/null", dir);
+	p = popen(cmd, "r");
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 2);
+	unlink(path);
 }
 END_TEST
 
@@ -1857,6 +1898,114 @@ START_TEST(test_fault_timeout_on_send_processes)
 }
 END_TEST
 
+/* Count the bytes of an answer, keeping only its first 64. */
+struct counted {
+	size_t n;
+	char head[65];
+};
+
+static size_t count_data(char *d, size_t sz, size_t nm, void *u)
+{
+	struct counted *c = u;
+
+	if (c->n < 64)
+		memcpy(c->head + c->n, d, sz * nm < 64 - c->n ? sz * nm : 64 - c->n);
+	c->n += sz * nm;
+	return sz * nm;
+}
+
+/* POST body to /; the curl result, the bytes received in *got. */
+static CURLcode post_counted(const char *body, long timeout_ms, struct counted *got)
+{
+	CURL *c = curl_easy_init();
+	char url[64];
+	CURLcode rc;
+
+	memset(got, 0, sizeof(*got));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", sim_port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, count_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, got);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	rc = curl_easy_perform(c);
+	curl_easy_cleanup(c);
+	return rc;
+}
+
+/*
+ * Hostile answers: huge (64 MiB, streamed), deep (nesting no parser
+ * accepts), truncated (half the announced length, then the connection is
+ * cut), drip (the real answer, 16 bytes every 250 ms); a sendTransaction
+ * whose answer is spoiled was still processed.
+ */
+START_TEST(test_fault_hostile_answers)
+{
+	const char *health = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"getHealth\"}";
+	struct counted got;
+	struct acct a;
+	struct built t;
+	json_error_t je;
+	char *body, *params;
+	json_t *j;
+	size_t normal;
+	double t0;
+
+	sim_start("--ledger-ms", HOUR_MS, NULL);
+	ck_assert_int_eq(http("/", health, 5000, &body), 200);
+	normal = strlen(body);
+	free(body);
+
+	set_faults("{\"method\":\"getHealth\",\"huge_rate\":1}");
+	ck_assert_int_eq(post_counted(health, 60000, &got), CURLE_OK);
+	ck_assert_uint_eq(got.n, (size_t)64 << 20);
+	ck_assert(!strncmp(got.head, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{", 34));
+
+	set_faults("{\"method\":\"getHealth\",\"deep_rate\":1}");
+	ck_assert_int_eq(http("/", health, 5000, &body), 200);
+	ck_assert_uint_gt(strlen(body), 200000);
+	j = json_loads(body, 0, &je);
+	ck_assert_ptr_null(j); /* beyond jansson's depth limit */
+	free(body);
+
+	set_faults("{\"method\":\"getHealth\",\"truncated_rate\":1}");
+	ck_assert_int_eq(post_counted(health, 5000, &got), CURLE_PARTIAL_FILE);
+	ck_assert_uint_eq(got.n, normal / 2);
+
+	set_faults("{\"method\":\"getHealth\",\"drip_rate\":1}");
+	t0 = now_s();
+	ck_assert_int_eq(http("/", health, 60000, &body), 200);
+	/* a lower bound only: (chunks - 1) pauses of 250 ms */
+	ck_assert_double_ge(now_s() - t0, (double)((normal + 15) / 16 - 1) * 0.25 - 0.05);
+	j = json_loads(body, 0, &je);
+	ck_assert_msg(j != NULL, "a dripped answer arrives whole: %s", body);
+	ck_assert_str_eq(jstr(json_object_get(j, "result"), "status"), "healthy");
+	json_decref(j);
+	free(body);
+
+	/* a spoiled answer to sendTransaction: the envelope was processed */
+	acct_new(&a, 1000000000);
+	build_vault(&a, &(struct txopt){.fn = VAULT_DEPOSIT}, &t, NULL);
+	set_faults("{}");
+	set_faults("{\"method\":\"sendTransaction\",\"truncated_rate\":1}");
+	params = malloc(strlen(t.b64) + 128);
+	sprintf(params,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"sendTransaction\",\"params\":{"
+		"\"transaction\":\"%s\"}}",
+		t.b64);
+	ck_assert_int_eq(post_counted(params, 5000, &got), CURLE_PARTIAL_FILE);
+	free(params);
+	set_faults("{}");
+	expect_status(t.b64, "DUPLICATE");
+	close_ledgers(1);
+	ck_assert_str_eq(tx_status(t.hash), "SUCCESS");
+	ck_assert_int_eq(executions(t.op_ref), 1);
+	free(t.b64);
+	sim_stop();
+}
+END_TEST
+
 /* Re-sign an envelope's outer part after changing its bump fee. */
 static char *rebump(const char *b64, int64_t fee, struct acct *payer)
 {
@@ -2505,6 +2654,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_read_methods);
 	tcase_add_test(tc, test_debug_off_and_timer);
 	tcase_add_test(tc, test_deposit_executes);
+	tcase_add_test(tc, test_accounts_file);
 	tcase_add_test(tc, test_rejections);
 	tcase_add_test(tc, test_no_account);
 	tcase_add_test(tc, test_fee_bump_rules);
@@ -2528,6 +2678,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_strict_simulate);
 	tcase_add_test(tc, test_blackhole_ends_at_max_time);
 	tcase_add_test(tc, test_fault_timeout_on_send_processes);
+	tcase_add_test(tc, test_fault_hostile_answers);
 	tcase_add_test(tc, test_ledger_and_tx_meta);
 	tcase_add_test(tc, test_ingest_lag_single_view);
 	tcase_add_test(tc, test_ingest_lag_retention);

@@ -60,6 +60,10 @@ static const char *const known[] = {"method",
 				    "garbage_rate",
 				    "try_again_later_rate",
 				    "blackhole_rate",
+				    "huge_rate",
+				    "deep_rate",
+				    "truncated_rate",
+				    "drip_rate",
 				    "background_fee_load",
 				    "ingest_lag_ledgers",
 				    "ingest_lag_alt_ledgers",
@@ -155,7 +159,11 @@ static int parse(json_t *body, struct fault *f, const char **method, char *errbu
 	    get_rate(body, "http_5xx_rate", &f->http_5xx_rate, errbuf, errlen) ||
 	    get_rate(body, "garbage_rate", &f->garbage_rate, errbuf, errlen) ||
 	    get_rate(body, "try_again_later_rate", &f->try_again_later_rate, errbuf, errlen) ||
-	    get_rate(body, "blackhole_rate", &f->blackhole_rate, errbuf, errlen))
+	    get_rate(body, "blackhole_rate", &f->blackhole_rate, errbuf, errlen) ||
+	    get_rate(body, "huge_rate", &f->huge_rate, errbuf, errlen) ||
+	    get_rate(body, "deep_rate", &f->deep_rate, errbuf, errlen) ||
+	    get_rate(body, "truncated_rate", &f->truncated_rate, errbuf, errlen) ||
+	    get_rate(body, "drip_rate", &f->drip_rate, errbuf, errlen))
 		return -1;
 	return 0;
 }
@@ -277,13 +285,15 @@ json_t *faults_json(void)
 	for (i = 0; i < n_entries; i++) {
 		const struct fault *f = &table[i].f;
 
-		json_object_set_new(o, table[i].method,
-				    json_pack("{s:i,s:f,s:f,s:f,s:f,s:f}", "delay_ms",
-					      (int)f->delay_ms, "timeout_rate", f->timeout_rate,
-					      "http_5xx_rate", f->http_5xx_rate, "garbage_rate",
-					      f->garbage_rate, "try_again_later_rate",
-					      f->try_again_later_rate, "blackhole_rate",
-					      f->blackhole_rate));
+		json_object_set_new(
+			o, table[i].method,
+			json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "delay_ms",
+				  (int)f->delay_ms, "timeout_rate", f->timeout_rate,
+				  "http_5xx_rate", f->http_5xx_rate, "garbage_rate",
+				  f->garbage_rate, "try_again_later_rate", f->try_again_later_rate,
+				  "blackhole_rate", f->blackhole_rate, "huge_rate", f->huge_rate,
+				  "deep_rate", f->deep_rate, "truncated_rate", f->truncated_rate,
+				  "drip_rate", f->drip_rate));
 	}
 	pthread_mutex_unlock(&lock);
 	return o;

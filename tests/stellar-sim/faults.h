@@ -2,7 +2,8 @@
  * faults.h - fault injection, set through POST /debug/faults:
  *	{"method": "<name or *>", "delay_ms": n, "timeout_rate": x,
  *	 "http_5xx_rate": x, "garbage_rate": x, "try_again_later_rate": x,
- *	 "blackhole_rate": x}
+ *	 "blackhole_rate": x, "huge_rate": x, "deep_rate": x, "truncated_rate": x,
+ *	 "drip_rate": x}
  * (rates in 0..1, every field optional, a missing one is 0; "method"
  * defaults to "*"), the global knobs {"background_fee_load": n} and
  * {"ingest_lag_ledgers": n} or {"ingest_lag_ledgers": n,
@@ -24,6 +25,11 @@ struct fault {
 	double garbage_rate;
 	double try_again_later_rate;
 	double blackhole_rate;
+	/* hostile answers (http.c): oversized, deeply nested, cut short, dripped */
+	double huge_rate;
+	double deep_rate;
+	double truncated_rate;
+	double drip_rate;
 };
 
 /* Apply a /debug/faults body; -1 with errbuf on a bad body (nothing changes). */

@@ -5,7 +5,8 @@
  * park list; the parker thread resumes it when its time comes, and MHD
  * calls the handler again, which picks up where the request state says.
  * A held ("timeout" fault) request is released, unanswered, when its client
- * hangs up (polled once a second) or after --hold-max-ms.
+ * hangs up (polled once a second) or after --hold-max-ms. A dripped answer
+ * (the "drip" fault) is parked the same way between its chunks.
  */
 #include "tests/stellar-sim/http.h"
 #include "common/log.h"
@@ -22,7 +23,22 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-enum req_state { REQ_NEW, REQ_DELAYED, REQ_RESUMED, REQ_HELD, REQ_RELEASED };
+enum req_state { REQ_NEW, REQ_DELAYED, REQ_RESUMED, REQ_HELD, REQ_RELEASED, REQ_DRIP };
+
+/*
+ * Hostile answers: what a broken or malicious RPC node, or a proxy in front
+ * of one, may send. HUGE streams a body larger than any client limit (the
+ * largest, getLatestLedger's, is 32 MiB); DEEP nests arrays far beyond any
+ * JSON parser's depth limit; TRUNCATED announces the real answer's length
+ * and closes the connection halfway through it; DRIP sends the real answer
+ * HOSTILE_DRIP_BYTES at a time, HOSTILE_DRIP_MS apart (a 300-byte answer
+ * takes about 5 s, a 2.6 KiB getLatestLedger over 40 s).
+ */
+enum hostile { H_NONE, H_HUGE, H_DEEP, H_TRUNCATED, H_DRIP };
+#define HOSTILE_HUGE_BYTES  ((uint64_t)64 << 20)
+#define HOSTILE_DEEP_LEVELS 100000
+#define HOSTILE_DRIP_BYTES  16
+#define HOSTILE_DRIP_MS     250
 
 struct req {
 	enum req_state state;
@@ -34,6 +50,9 @@ struct req {
 	struct MHD_Connection *conn;
 	uint64_t resume_at;
 	struct req *next; /* park list */
+	char *answer;     /* TRUNCATED, DRIP: the real answer being sent */
+	size_t answer_len;
+	bool drip_ready; /* DRIP: the pause before the next chunk is over */
 };
 
 static struct MHD_Daemon *daemon_;
@@ -127,6 +146,8 @@ static void *parker_main(void *arg)
 					q->state = REQ_RELEASED;
 					n_held--;
 				}
+				if (q->state == REQ_DRIP)
+					q->drip_ready = true;
 				MHD_resume_connection(q->conn);
 				continue;
 			}
@@ -158,8 +179,126 @@ static enum MHD_Result garbage(struct MHD_Connection *c)
 	return respond_text(c, 200, junk);
 }
 
+static const char huge_head[] =
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"status\":\"PENDING\",\"pad\":\"";
+
+/* HUGE: a valid-looking JSON-RPC answer padded to HOSTILE_HUGE_BYTES, made as it is sent. */
+static ssize_t huge_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	const uint64_t head = sizeof(huge_head) - 1, tail = HOSTILE_HUGE_BYTES - 3;
+	size_t n = 0;
+
+	(void)cls;
+	if (pos >= HOSTILE_HUGE_BYTES)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	for (; n < max && pos + n < HOSTILE_HUGE_BYTES; n++) {
+		uint64_t at = pos + n;
+		buf[n] = at < head ? huge_head[at] : at >= tail ? "\"}}"[at - tail] : 'A';
+	}
+	return (ssize_t)n;
+}
+
+/* TRUNCATED: the first half of the answer, then the connection is cut. */
+static ssize_t truncated_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct req *q = cls;
+	size_t half = q->answer_len / 2, n;
+
+	if (pos >= half)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = half - (size_t)pos < max ? half - (size_t)pos : max;
+	memcpy(buf, q->answer + pos, n);
+	return (ssize_t)n;
+}
+
+/*
+ * DRIP: one chunk, then the connection is suspended and parked until the
+ * next one is due (libmicrohttpd allows suspending from a content reader; a
+ * reader that returned 0 without suspending would make its thread spin).
+ */
+static ssize_t drip_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct req *q = cls;
+	size_t n;
+
+	if (pos >= q->answer_len)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (!q->drip_ready) {
+		park(q, REQ_DRIP, sim_now_ms() + HOSTILE_DRIP_MS);
+		return 0;
+	}
+	q->drip_ready = false;
+	n = q->answer_len - (size_t)pos;
+	if (n > HOSTILE_DRIP_BYTES)
+		n = HOSTILE_DRIP_BYTES;
+	if (n > max)
+		n = max;
+	memcpy(buf, q->answer + pos, n);
+	return (ssize_t)n;
+}
+
+static enum MHD_Result respond_stream(struct MHD_Connection *c, uint64_t size,
+				      MHD_ContentReaderCallback reader, void *cls)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_callback(size, 32 * 1024, reader, cls, NULL);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* DEEP: {"jsonrpc":"2.0","id":1,"result":[[[...]]]} nested HOSTILE_DEEP_LEVELS deep. */
+static enum MHD_Result deep(struct MHD_Connection *c)
+{
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":";
+	size_t hl = sizeof(head) - 1, len = hl + 2 * HOSTILE_DEEP_LEVELS + 1;
+	char *s = malloc(len + 1);
+
+	if (!s)
+		return MHD_NO;
+	memcpy(s, head, hl);
+	memset(s + hl, '[', HOSTILE_DEEP_LEVELS);
+	memset(s + hl + HOSTILE_DEEP_LEVELS, ']', HOSTILE_DEEP_LEVELS);
+	s[len - 1] = '}';
+	s[len] = '\0';
+	return respond(c, 200, "application/json", s, len);
+}
+
+/*
+ * A hostile answer in place of the real one. The request is handled first
+ * when the answer is needed (TRUNCATED, DRIP) and always for
+ * sendTransaction: as with a timeout, the envelope may land, and only the
+ * answer is spoiled.
+ */
+static enum MHD_Result hostile(struct req *q, enum hostile h, const char *method)
+{
+	struct rpc_faults rf = {false, false};
+	json_t *answer = NULL;
+
+	if (h == H_TRUNCATED || h == H_DRIP || (method && !strcmp(method, "sendTransaction")))
+		answer = rpc_handle(q->json, &rf);
+	if (h == H_HUGE || h == H_DEEP) {
+		json_decref(answer);
+		return h == H_HUGE ? respond_stream(q->conn, MHD_SIZE_UNKNOWN, huge_reader, NULL)
+				   : deep(q->conn);
+	}
+	q->answer = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
+	json_decref(answer);
+	if (!q->answer)
+		return MHD_NO;
+	q->answer_len = strlen(q->answer);
+	return respond_stream(q->conn, q->answer_len,
+			      h == H_TRUNCATED ? truncated_reader : drip_reader, q);
+}
+
 static enum MHD_Result rpc(struct req *q)
 {
+	enum hostile h;
 	struct rpc_faults rf = {false, false};
 	const char *m;
 
@@ -193,6 +332,13 @@ static enum MHD_Result rpc(struct req *q)
 		return respond_text(q->conn, 503, "503 Service Unavailable (injected)\n");
 	if (faults_roll(q->f.garbage_rate))
 		return garbage(q->conn);
+	h = faults_roll(q->f.huge_rate)        ? H_HUGE
+	    : faults_roll(q->f.deep_rate)      ? H_DEEP
+	    : faults_roll(q->f.truncated_rate) ? H_TRUNCATED
+	    : faults_roll(q->f.drip_rate)      ? H_DRIP
+					       : H_NONE;
+	if (h != H_NONE)
+		return hostile(q, h, m);
 	if (m && !strcmp(m, "sendTransaction")) {
 		rf.try_again_later = faults_roll(q->f.try_again_later_rate);
 		rf.blackhole = faults_roll(q->f.blackhole_rate);
@@ -329,13 +475,15 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	json_decref(q->json);
 	free(q->body);
+	free(q->answer);
 	free(q);
 	*con_cls = NULL;
 }
 
 /*
  * libmicrohttpd's messages, to our log; "internal error" is how it reports
- * the unanswered close of a held connection, which is the point of it.
+ * the unanswered close of a held connection and "error generating data" the
+ * cut of a truncated answer, which are the point of them.
  */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -343,7 +491,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
-	if (strstr(msg, "Application reported internal error"))
+	if (strstr(msg, "Application reported internal error") ||
+	    strstr(msg, "application reported error generating data"))
 		return;
 	log_warn("microhttpd: %s", msg);
 }

@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		"  --threads N                 HTTP worker threads (default 2)\n"
 		"  --hold-max-ms N             how long a timeout fault holds a connection "
 		"(default 300000)\n"
+		"  --accounts FILE             create the accounts of FILE (the body of POST\n"
+		"                              /debug/accounts) before serving anything\n"
 		"  --debug                     enable the /debug/* endpoints (default off)\n"
 		"  --strict-simulate           simulateTransaction refuses vault calls whose\n"
 		"                              preconditions fail (default off: they fail on "
@@ -152,6 +154,7 @@ enum opt {
 	O_DEBUG,
 	O_HELP,
 	O_STRICT,
+	O_ACCOUNTS,
 };
 
 static const struct option opts[] = {
@@ -173,6 +176,7 @@ static const struct option opts[] = {
 	{"threads", 1, 0, O_THREADS},
 	{"hold-max-ms", 1, 0, O_HOLD},
 	{"debug", 0, 0, O_DEBUG},
+	{"accounts", 1, 0, O_ACCOUNTS},
 	{"strict-simulate", 0, 0, O_STRICT},
 	{"help", 0, 0, O_HELP},
 	{0, 0, 0, 0},
@@ -289,6 +293,9 @@ static int parse_args(int argc, char **argv, struct sim_config *c)
 		case O_STRICT:
 			c->strict_simulate = true;
 			break;
+		case O_ACCOUNTS:
+			c->accounts_file = optarg;
+			break;
 		case O_HELP:
 			return 1;
 		case '?':
@@ -333,6 +340,30 @@ static void *clock_main(void *arg)
 	return NULL;
 }
 
+/*
+ * --accounts: the accounts exist before the first request is answered (a
+ * sim restarted in place of another must never say that a known account
+ * does not exist, not even for a moment).
+ */
+static int load_accounts(const char *path)
+{
+	json_error_t je;
+	json_t *body = json_load_file(path, 0, &je);
+	char err[256] = "";
+	int rc;
+
+	if (!body) {
+		fprintf(stderr, "stellar-sim: --accounts: %s: %s\n", path, je.text);
+		return -1;
+	}
+	rc = json_is_object(body) ? chain_debug_accounts(body, err, sizeof(err)) : -1;
+	json_decref(body);
+	if (rc < 0)
+		fprintf(stderr, "stellar-sim: --accounts: %s: %s\n", path,
+			*err ? err : "expected a JSON object");
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct sim_config c;
@@ -355,6 +386,8 @@ int main(int argc, char **argv)
 		log_err("out of memory");
 		return 1;
 	}
+	if (c.accounts_file && load_accounts(c.accounts_file) < 0)
+		return 2;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);

@@ -34,7 +34,8 @@ struct sim_config {
 	unsigned ledger_capacity; /* transactions per ledger */
 	uint8_t vault_contract[32];
 	bool debug;
-	bool strict_simulate; /* simulate runs the vault's preconditions */
+	bool strict_simulate;      /* simulate runs the vault's preconditions */
+	const char *accounts_file; /* --accounts: created before the sim answers anything */
 	uint32_t base_fee;
 	unsigned queue_ledgers;     /* TRANSACTION_QUEUE_TIMEOUT_LEDGERS */
 	unsigned ban_ledgers;       /* TRANSACTION_QUEUE_BAN_LEDGERS */
