@@ -78,7 +78,6 @@ struct relay {
 	bool marking, counting;
 	int64_t next_read_ms, next_mark_ms, next_count_ms;
 	unsigned failing; /* periodic statements failed in a row (failed()) */
-	bool queue_full;  /* the producer refused the fifo's head: wait for deliveries */
 };
 
 /*
