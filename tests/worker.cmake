@@ -27,11 +27,16 @@ foreach(s check_dispatch check_dispatch_multi check_dispatch_fees check_exactly_
 endforeach()
 
 # bench_dispatch (tests/bench/dispatch.c): confirmed ops/s, enqueue-to-send
-# latency and PostgreSQL's own limit for the same SQL (pgbench); built into
-# the build root, not a ctest (benchmarks never assert on timings).
+# latency, CPU per op of every process of the run, PostgreSQL's time by
+# statement, the minimal durable outbox (pgbench) and the graphile-worker
+# peer (tests/bench/graphile/); built into the build root, not a ctest
+# (benchmarks never assert on timings).
 # Run: OUTBOX_BUILD_DIR=<build> OUTBOX_PG_BASE=... ./bench_dispatch
-add_executable(bench_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/bench/dispatch.c)
+add_executable(bench_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/bench/dispatch.c
+	${CMAKE_CURRENT_SOURCE_DIR}/bench/cpumeter.c ${CMAKE_CURRENT_SOURCE_DIR}/bench/stmtstats.c)
 target_link_libraries(bench_dispatch PRIVATE ${OUTBOX_TEST_LIBS})
+target_compile_definitions(bench_dispatch PRIVATE
+	BENCH_GRAPHILE_DIR="${CMAKE_SOURCE_DIR}/tests/bench/graphile")
 set_target_properties(bench_dispatch PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 foreach(dep outboxd outboxctl stellar-sim)
 	if(TARGET ${dep})

@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CM_MAX_PROCS	 4096 /* processes remembered over a run */
+#define CM_MAX_PROCS     4096 /* processes remembered over a run */
 #define CM_MAX_OBSERVERS 32
-#define CM_MAX_BACKENDS	 2048 /* rows of pg_stat_activity read per sample */
+#define CM_MAX_BACKENDS  2048 /* rows of pg_stat_activity read per sample */
 
 struct cm_entry {
 	pid_t pid;
@@ -46,7 +46,7 @@ struct cpumeter {
 	int group_class[CPUMETER_GROUPS];
 	pid_t obs[CM_MAX_OBSERVERS];
 	double sum_ms[CM_NCLASS]; /* written by the sampler before `done` */
-	int overflow;		  /* processes not remembered: the table was full */
+	int overflow;             /* processes not remembered: the table was full */
 	pid_t sampler;
 	unsigned long long born; /* ticks after boot when the meter started */
 	int n;
@@ -280,7 +280,7 @@ struct cpumeter *cpumeter_start(const char *admin_conninfo, const char *dbname)
 {
 	struct cpumeter *m;
 	PGconn *c;
-	pid_t postmaster;
+	pid_t postmaster, pid;
 
 	c = PQconnectdb(admin_conninfo);
 	if (PQstatus(c) != CONNECTION_OK) {
@@ -303,14 +303,15 @@ struct cpumeter *cpumeter_start(const char *admin_conninfo, const char *dbname)
 	memset(m, 0, sizeof(*m));
 	m->born = uptime_ticks();
 	fflush(NULL);
-	m->sampler = fork();
-	if (m->sampler < 0) {
+	pid = fork(); /* not into m->sampler: the child would write its 0 there too */
+	if (pid < 0) {
 		fprintf(stderr, "cpumeter: fork: %s\n", strerror(errno));
 		munmap(m, sizeof(*m));
 		return NULL;
 	}
-	if (m->sampler == 0)
+	if (pid == 0)
 		sampler(m, admin_conninfo, dbname, postmaster);
+	m->sampler = pid;
 	return m;
 }
 
@@ -369,8 +370,7 @@ double cpumeter_machine_ms(void)
 	if (n < 8)
 		return -1;
 	/* user nice system idle iowait irq softirq steal: all but idle and iowait */
-	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1000.0 /
-	       (double)ticks_per_s();
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1000.0 / (double)ticks_per_s();
 }
 
 double cpumeter_loadavg(void)
@@ -392,7 +392,7 @@ void cpumeter_stop(struct cpumeter *m)
 		return;
 	atomic_store(&m->stop, 1);
 	atomic_fetch_add(&m->req, 1);
-	if (waitpid(m->sampler, NULL, 0) != m->sampler)
+	if (m->sampler > 0 && waitpid(m->sampler, NULL, 0) != m->sampler)
 		kill(m->sampler, SIGKILL);
 	munmap(m, sizeof(*m));
 }

@@ -29,22 +29,22 @@
 
 enum cpumeter_class {
 	CM_NONE = -1,
-	CM_PG,	       /* backends (and autovacuum workers) of the benchmark's database */
+	CM_PG,          /* backends (and autovacuum workers) of the benchmark's database */
 	CM_PG_OBSERVER, /* the benchmark's own connections' backends (its polling) */
-	CM_PG_SERVER,  /* postmaster and its children with no database */
-	CM_OUTBOXD,    /* a named process group: outboxd's supervisor and children */
-	CM_SIM,	       /* a named process group: stellar-sim */
-	CM_BENCH,      /* a named process group: the benchmark, enqueuers, pgbench, node */
+	CM_PG_SERVER,   /* postmaster and its children with no database */
+	CM_OUTBOXD,     /* a named process group: outboxd's supervisor and children */
+	CM_SIM,         /* a named process group: stellar-sim */
+	CM_BENCH,       /* a named process group: the benchmark, enqueuers, pgbench, node */
 	CM_NCLASS
 };
 
 /* What the sampler knows of one process, for cpumeter_classify(). */
 struct cpumeter_proc {
 	pid_t pid, ppid, pgrp;
-	bool pg_backend;   /* listed by pg_stat_activity */
-	bool pg_our_db;	   /* ... with the benchmark's database */
-	bool pg_no_db;	   /* ... with no database (a server process) */
-	bool pg_observer;  /* ... one of the benchmark's own connections */
+	bool pg_backend;  /* listed by pg_stat_activity */
+	bool pg_our_db;   /* ... with the benchmark's database */
+	bool pg_no_db;    /* ... with no database (a server process) */
+	bool pg_observer; /* ... one of the benchmark's own connections */
 };
 
 /* The process groups the benchmark named, and the postmaster's pid. */
@@ -55,7 +55,8 @@ struct cpumeter_rules {
 	enum cpumeter_class group_class[CPUMETER_GROUPS];
 };
 
-enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r, const struct cpumeter_proc *p);
+enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r,
+				      const struct cpumeter_proc *p);
 
 struct cpumeter;
 

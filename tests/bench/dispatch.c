@@ -1,33 +1,41 @@
 /*
- * bench_dispatch - what the dispatch engine delivers, next to what
- * PostgreSQL alone can do with the same SQL.
+ * bench_dispatch - what the dispatch engine delivers, what every process of
+ * the run spends on it, next to the minimal durable outbox and a peer
+ * (graphile-worker) on the same PostgreSQL and cores.
  *
  * Setup (tests/integration/dispatch_harness.h): a fresh database (64
  * vshards), stellar-sim at BENCH_LEDGER_MS (100) ledgers with room for
  * thousands of transactions per ledger, BENCH_SIGNERS (1000) funded signers
  * whose seeds are in the keys file, outboxd with BENCH_WORKERS (4) workers.
- * Phases, each printing one JSON line:
+ * CPU is read from /proc for every process of the run (tests/bench/
+ * cpumeter.h) and divided by the ops of the phase; PostgreSQL's time by
+ * statement or function comes from tests/bench/stmtstats.h. Phases, each
+ * printing one JSON line:
  *
  *	latency     BENCH_OFFERED ops/s (500) enqueued one per transaction at a
  *	            steady pace for BENCH_SECONDS (10) by BENCH_ENQUEUERS (4)
  *	            processes; enqueue-to-send is attempts.submitted_at (the
  *	            write-ahead commit, made right before the send) minus
  *	            ops.created_at (the enqueue transaction's start), p50/p99
- *	            over every op of the phase.
- *	throughput  BENCH_OPS (20000) ops enqueued for a held user, then the
- *	            hold is released at once; confirmed ops per second over the
- *	            10%..90% span of their confirmed_at (start-up and tail out).
- *	pg_limit    outboxd stopped; pgbench runs the SQL the worker runs per op
- *	            (enqueue, claim, attempt_record, op_confirm) with 8 clients,
- *	            each on its own vshard lease and BENCH_GROUP (20) signers,
- *	            for BENCH_SECONDS, twice: one op and one commit per
- *	            statement (single_commit_ops_per_s), and each statement for
- *	            BENCH_GROUP ops in one transaction (pg_limit_ops_per_s: the
- *	            best grouping a dispatcher could reach, what outboxd's group
- *	            commit is measured against).
+ *	            over every op of the phase; CPU per op covers enqueue and
+ *	            dispatch.
+ *	enqueue     BENCH_OPS (20000) ops enqueued for a held user, 500 per
+ *	            transaction: CPU per enqueue.
+ *	throughput  the hold is released at once; confirmed ops per second over
+ *	            the 10%..90% span of their confirmed_at (start-up and tail
+ *	            out); CPU per confirmed op from release to the last op.
+ *	breakdown   outboxd stopped (so every backend published its counters):
+ *	            PostgreSQL's time by statement or function over the
+ *	            throughput phase, per confirmed op.
+ *	minimal     the minimal durable outbox, pgbench with 8 clients for
+ *	            BENCH_SECONDS, per batch of BENCH_MINIMAL_BATCH (50) ops:
+ *	            one INSERT statement, one UPDATE to in-flight writing a 1 KB
+ *	            envelope, one UPDATE to done with one event row per op, each
+ *	            its own transaction (minimal_outbox_ops_per_s).
+ *	peer        graphile-worker (tests/bench/graphile/) in a database of its
+ *	            own: its lines, then one with its CPU per job.
  *
- * The last line is the summary: confirmed_ops_per_s, pg_limit_ops_per_s,
- * ratio_to_pg_limit, enqueue_to_send_p50_ms, enqueue_to_send_p99_ms. Never
+ * The last line is the summary (tests/README.md lists its fields). Never
  * asserts on timings (a Check suite only so that setup failures stop it
  * cleanly). Run: OUTBOX_BUILD_DIR=<build> OUTBOX_PG_BASE=... ./bench_dispatch
  */
@@ -35,13 +43,22 @@
 #include "common/stellar/sign.h"
 #include "common/stellar/strkey.h"
 #include "common/vshard.h"
+#include "tests/bench/cpumeter.h"
+#include "tests/bench/stmtstats.h"
 #include "tests/integration/dispatch_harness.h"
 #include "tests/support/pgtest.h"
 
 #include <sys/wait.h>
 
 #define BENCH_ENQUEUERS 4  /* latency phase: paced enqueuer processes */
-#define BENCH_GROUP     20 /* pg_limit grouped: ops per transaction */
+#define MINIMAL_CLIENTS 8  /* minimal outbox: pgbench clients */
+#define BREAKDOWN_TOP   12 /* breakdown: entries printed */
+
+#ifndef BENCH_GRAPHILE_DIR
+#define BENCH_GRAPHILE_DIR "tests/bench/graphile"
+#endif
+
+static struct cpumeter *meter;
 
 static long env_long(const char *name, long def)
 {
@@ -66,6 +83,66 @@ static double scalar_f(PGconn *c, const char *sql)
 	return v;
 }
 
+/* Prints a JSON object as one line and frees it. */
+static void print_line(json_t *o)
+{
+	char *t = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+
+	ck_assert_ptr_nonnull(t);
+	printf("%s\n", t);
+	fflush(stdout);
+	free(t);
+	json_decref(o);
+}
+
+/* CPU per class, the machine's CPU, wall time and load at one instant. */
+struct cpu_mark {
+	double ms[CM_NCLASS], machine_ms, at_s, load;
+};
+
+static void cpu_mark(struct cpu_mark *m)
+{
+	ck_assert_msg(cpumeter_read(meter, m->ms) == 0, "the CPU meter failed");
+	m->machine_ms = cpumeter_machine_ms();
+	m->at_s = now_s();
+	m->load = cpumeter_loadavg();
+}
+
+static const char *const class_field[CM_NCLASS] = {
+	[CM_PG] = "pg_cpu_ms_per_op",
+	[CM_PG_OBSERVER] = "pg_observer_cpu_ms_per_op",
+	[CM_PG_SERVER] = "pg_server_cpu_ms_per_op",
+	[CM_OUTBOXD] = "outboxd_cpu_ms_per_op",
+	[CM_SIM] = "sim_cpu_ms_per_op",
+	[CM_BENCH] = "bench_cpu_ms_per_op",
+};
+
+/*
+ * Adds the CPU spent between a and b, per op, to o: one field per class,
+ * their total, the machine's (every process, other users' too), the cores
+ * the machine kept busy, and the load average at the end.
+ */
+static void cpu_fields(json_t *o, const struct cpu_mark *a, const struct cpu_mark *b, double ops)
+{
+	double total = 0, wall_ms = (b->at_s - a->at_s) * 1000.0;
+
+	for (int k = 0; k < CM_NCLASS; k++) {
+		json_object_set_new(o, class_field[k], json_real((b->ms[k] - a->ms[k]) / ops));
+		total += b->ms[k] - a->ms[k];
+	}
+	json_object_set_new(o, "run_cpu_ms_per_op", json_real(total / ops));
+	json_object_set_new(o, "machine_cpu_ms_per_op",
+			    json_real((b->machine_ms - a->machine_ms) / ops));
+	json_object_set_new(o, "machine_busy_cores",
+			    json_real(wall_ms > 0 ? (b->machine_ms - a->machine_ms) / wall_ms : 0));
+	json_object_set_new(o, "loadavg_1m", json_real(b->load));
+}
+
+static double per_op(const struct cpu_mark *a, const struct cpu_mark *b, int cls, double ops)
+{
+	return ops > 0 ? (b->ms[cls] - a->ms[cls]) / ops : 0;
+}
+
 /*
  * One enqueuer: every k-th op of the paced schedule, on its own connection
  * (one connection cannot offer 500 commits/s on a loaded 2-core machine).
@@ -87,14 +164,29 @@ static void enqueuer(struct fixture *f, int k, int n_enq, long n, long offered, 
 	_exit(0);
 }
 
+static double latency_pct(struct fixture *f, double q)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql),
+		 "SELECT percentile_cont(%g) WITHIN GROUP (ORDER BY ms) FROM (SELECT "
+		 "extract(epoch FROM a.submitted_at - o.created_at) * 1000 AS ms FROM "
+		 "outbox.ops o JOIN outbox.attempts a ON a.op_id = o.id AND "
+		 "a.attempt_no = 1 AND a.bump_no = 0 WHERE o.user_id = 'lat') s",
+		 q);
+	return scalar_f(f->c, sql);
+}
+
 static void phase_latency(struct fixture *f, long offered, long seconds, double *p50, double *p99)
 {
 	const int n_enq = BENCH_ENQUEUERS;
 	long n = offered * seconds;
 	double t0 = now_s() + 0.2;
 	pid_t pid[BENCH_ENQUEUERS];
+	struct cpu_mark c0, c1;
 	int st;
 
+	cpu_mark(&c0);
 	fflush(NULL);
 	for (int k = 0; k < n_enq; k++) {
 		pid[k] = fork();
@@ -108,194 +200,255 @@ static void phase_latency(struct fixture *f, long offered, long seconds, double 
 	}
 	double took = now_s() - t0;
 	ck_assert(wait_terminal(f, 120000));
-	*p50 = scalar_f(f->c, "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM (SELECT "
-			      "extract(epoch FROM a.submitted_at - o.created_at) * 1000 AS ms FROM "
-			      "outbox.ops o JOIN outbox.attempts a ON a.op_id = o.id AND "
-			      "a.attempt_no = 1 AND a.bump_no = 0 WHERE o.user_id = 'lat') s");
-	*p99 = scalar_f(f->c,
-			"SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) FROM (SELECT "
-			"extract(epoch FROM a.submitted_at - o.created_at) * 1000 AS ms FROM "
-			"outbox.ops o JOIN outbox.attempts a ON a.op_id = o.id AND "
-			"a.attempt_no = 1 AND a.bump_no = 0 WHERE o.user_id = 'lat') s");
-	printf("{\"bench\":\"dispatch\",\"phase\":\"latency\",\"offered_ops_per_s\":%ld,"
-	       "\"enqueuers\":%d,\"achieved_offer_ops_per_s\":%.1f,\"ops\":%ld,\"enqueue_to_send_"
-	       "p50_ms\":%.2f,"
-	       "\"enqueue_to_send_p99_ms\":%.2f}\n",
-	       offered, n_enq, (double)n / took, n, *p50, *p99);
-	fflush(stdout);
+	cpu_mark(&c1);
+	*p50 = latency_pct(f, 0.5);
+	*p99 = latency_pct(f, 0.99);
+	json_t *o =
+		json_pack("{s:s, s:s, s:I, s:i, s:f, s:I, s:f, s:f}", "bench", "dispatch", "phase",
+			  "latency", "offered_ops_per_s", (json_int_t)offered, "enqueuers", n_enq,
+			  "achieved_offer_ops_per_s", (double)n / took, "ops", (json_int_t)n,
+			  "enqueue_to_send_p50_ms", *p50, "enqueue_to_send_p99_ms", *p99);
+	cpu_fields(o, &c0, &c1, (double)n);
+	print_line(o);
 }
 
-static double phase_throughput(struct fixture *f, long n)
+struct throughput {
+	double rate;
+	long confirmed;
+	struct cpu_mark enq0, enq1, t0, t1;
+};
+
+static void enqueue_backlog(struct fixture *f, long n, struct throughput *t)
 {
-	char user[16], rec[32];
+	char rec[32];
 
 	pgtest_exec(f->c, "INSERT INTO outbox.user_holds (user_id, reason, held_by) VALUES "
 			  "('tp', 'bench', 'bench')");
+	cpu_mark(&t->enq0);
 	for (long i = 0; i < n; i += 500) {
 		pgtest_exec(f->c, "BEGIN");
 		for (long k = i; k < i + 500 && k < n; k++) {
-			snprintf(user, sizeof(user), "tp");
 			snprintf(rec, sizeof(rec), "tp%ld", k);
-			enqueue(f, "DEPOSIT", user, rec, (int)(k % f->n_signers),
+			enqueue(f, "DEPOSIT", "tp", rec, (int)(k % f->n_signers),
 				f->signer[(k + 3) % f->n_signers], "10", NULL);
 		}
 		pgtest_exec(f->c, "COMMIT");
 	}
-	double t0 = now_s();
+	cpu_mark(&t->enq1);
+	/* the bench's own connection enqueued: its backend's time is the enqueue's */
+	json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:f}", "bench", "dispatch", "phase", "enqueue",
+			      "ops", (json_int_t)n, "rows_per_txn", 500, "pg_cpu_ms_per_enqueue",
+			      per_op(&t->enq0, &t->enq1, CM_PG_OBSERVER, (double)n));
+	cpu_fields(o, &t->enq0, &t->enq1, (double)n);
+	print_line(o);
+}
+
+static void phase_throughput(struct fixture *f, long n, const char *source, struct throughput *t)
+{
+	enqueue_backlog(f, n, t);
+	ck_assert_int_eq(stmtstats_begin(f->c, source), 0);
+	cpu_mark(&t->t0);
 	pgtest_exec(f->c, "DELETE FROM outbox.user_holds WHERE user_id = 'tp'");
 	ck_assert(wait_terminal(f, 600000));
-	double wall = now_s() - t0;
+	cpu_mark(&t->t1);
 	double span =
 		scalar_f(f->c, "SELECT extract(epoch FROM percentile_disc(0.9) WITHIN GROUP "
 			       "(ORDER BY confirmed_at) - percentile_disc(0.1) WITHIN GROUP "
 			       "(ORDER BY confirmed_at)) FROM outbox.ops WHERE user_id = 'tp'");
-	long confirmed =
-		(long)pgtest_scalar(f->c, "SELECT count(*) FROM outbox.ops WHERE user_id = "
-					  "'tp' AND status = 'CONFIRMED'");
-	double rate = span > 0 ? 0.8 * (double)confirmed / span : 0;
-	printf("{\"bench\":\"dispatch\",\"phase\":\"throughput\",\"ops\":%ld,\"confirmed\":%ld,"
-	       "\"wall_s\":%.2f,\"confirmed_ops_per_s\":%.1f,\"wall_ops_per_s\":%.1f}\n",
-	       n, confirmed, wall, rate, (double)confirmed / wall);
-	fflush(stdout);
-	return rate;
+	t->confirmed = (long)pgtest_scalar(f->c, "SELECT count(*) FROM outbox.ops WHERE user_id = "
+						 "'tp' AND status = 'CONFIRMED'");
+	ck_assert_int_gt(t->confirmed, 0);
+	t->rate = span > 0 ? 0.8 * (double)t->confirmed / span : 0;
+	double wall = t->t1.at_s - t->t0.at_s;
+	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:f}", "bench", "dispatch", "phase",
+			      "throughput", "ops", (json_int_t)n, "confirmed",
+			      (json_int_t)t->confirmed, "wall_s", wall, "confirmed_ops_per_s",
+			      t->rate, "wall_ops_per_s", (double)t->confirmed / wall);
+	cpu_fields(o, &t->t0, &t->t1, (double)t->confirmed);
+	print_line(o);
 }
 
-/*
- * Per pgbench client: vshard = client id with a lease held by that client,
- * and BENCH_GROUP signers on that vshard (one op in flight per signer, so a
- * grouped claim can take BENCH_GROUP ops at once).
- */
-static void pg_limit_setup(struct fixture *f, int clients)
+/* Waits (generously) until only the bench's own connection serves the database. */
+static void wait_backends_gone(struct fixture *f)
 {
-	char sql[1024], acct[57];
-	uint32_t n = 900000;
+	uint64_t end = ph_now_ms() + 60000;
 
-	pgtest_exec(f->c, "CREATE TABLE bench_clients (client_id int PRIMARY KEY, vshard int, "
-			  "owner text, epoch bigint)");
-	pgtest_exec(f->c, "CREATE TABLE bench_signers (client_id int, k int, signer text, "
-			  "PRIMARY KEY (client_id, k))");
-	for (int c = 0; c < clients; c++) {
-		snprintf(sql, sizeof(sql),
-			 "INSERT INTO bench_clients SELECT %d, %d, 'pgbench/%d/1', "
-			 "outbox.lease_acquire('pgbench/%d/1', %d, 3600000)",
-			 c, c, c, c, c);
-		pgtest_exec(f->c, sql);
-		for (int k = 0; k < BENCH_GROUP; k++) {
-			do
-				pgtest_account(n++, acct);
-			while (outbox_vshard_of(acct, 56, f->vshards) != c);
-			snprintf(sql, sizeof(sql),
-				 "INSERT INTO bench_signers VALUES (%d, %d, '%s')", c, k, acct);
-			pgtest_exec(f->c, sql);
-		}
-	}
-	ck_assert_int_eq(pgtest_scalar(f->c,
-				       "SELECT count(*) FROM bench_clients WHERE epoch IS NOT "
-				       "NULL"),
-			 clients);
+	while (pgtest_scalar(f->c, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+				   "current_database() AND pid <> pg_backend_pid()") > 0)
+		ck_assert_msg(ph_now_ms() < end, "outboxd's backends still connected after 60 s");
 }
 
-/*
- * The worker's SQL per op, one commit per statement: enqueue, claim,
- * attempt_record, op_confirm, each for one op.
- */
-static const char pg_script_single[] =
-	"\\set n random(1, 2000000000)\n"
-	"SELECT (outbox.enqueue('DEPOSIT', 'pgb' || :client_id, 'r' || :n || '_' || "
-	"txid_current(), s.signer, jsonb_build_object('account', s.signer, 'amount', '10'))).id "
-	"FROM bench_signers s WHERE s.client_id = :client_id AND s.k = 0;\n"
-	"SELECT c.op_id AS op FROM bench_clients b, LATERAL outbox.claim(b.owner, "
-	"ARRAY[b.vshard], ARRAY[b.epoch], 1, 1) c WHERE b.client_id = :client_id \\gset\n"
-	"SELECT outbox.attempt_record(b.owner, b.vshard, b.epoch, :op, 1, 0, "
-	"encode(sha256(('h' || :op)::bytea), 'hex'), encode(sha256(('h' || :op)::bytea), "
-	"'hex'), 'AAAAAgAAAAA=', s.signer, 1, 2000000000, 100) FROM bench_clients b JOIN "
-	"bench_signers s ON s.client_id = b.client_id AND s.k = 0 WHERE b.client_id = "
-	":client_id;\n"
-	"SELECT outbox.op_confirm(b.owner, b.vshard, b.epoch, :op, encode(sha256(('h' || "
-	":op)::bytea), 'hex'), 1, 100) FROM bench_clients b WHERE b.client_id = "
-	":client_id;\n";
+static void phase_breakdown(struct fixture *f, const char *source, long confirmed)
+{
+	json_t *top;
 
+	wait_backends_gone(f);
+	top = stmtstats_end(f->c, source, (double)confirmed, BREAKDOWN_TOP);
+	ck_assert_msg(top != NULL, "the statement breakdown failed");
+	print_line(json_pack("{s:s, s:s, s:s, s:s, s:I, s:o}", "bench", "dispatch", "phase",
+			     "breakdown", "of", "throughput", "source", source, "confirmed",
+			     (json_int_t)confirmed, "top", top));
+}
 /*
- * The same SQL per op, grouped as well as a dispatcher can group it: each
- * statement runs for BENCH_GROUP ops in one transaction (the enqueues too,
- * as an application enqueuing in bulk would), so commits, WAL flushes and
- * the NOTIFY lock of op_confirm are shared by the group.
+ * The minimal durable outbox: what any outbox must write per op, grouped as
+ * a dispatcher groups it. An op is inserted, moved to in-flight with the
+ * ~1 KB envelope it is sent with (written before the send, so a crash
+ * cannot lose what was sent), then marked done with one event row. One
+ * partial index finds both the pending ops to claim and the in-flight ones
+ * a restarted dispatcher must resolve. Each pgbench client is a dispatcher
+ * of its own ops (no contention between clients), and each statement is its
+ * own transaction, for a batch of ops.
  */
-static const char pg_script_grouped[] =
-	"\\set n random(1, 2000000000)\n"
-	"SELECT count(outbox.enqueue('DEPOSIT', 'pgb' || :client_id, 'r' || :n || '_' || s.k || "
-	"'_' || txid_current(), s.signer, jsonb_build_object('account', s.signer, 'amount', "
-	"'10'))) FROM bench_signers s WHERE s.client_id = :client_id;\n"
-	"SELECT coalesce(string_agg(c.op_id::text, ','), '') AS ids FROM bench_clients b, "
-	"LATERAL outbox.claim(b.owner, ARRAY[b.vshard], ARRAY[b.epoch], 1, 1000) c WHERE "
-	"b.client_id = :client_id \\gset\n"
-	"SELECT count(outbox.attempt_record(b.owner, b.vshard, b.epoch, o.id, 1, 0, "
-	"encode(sha256(('h' || o.id)::bytea), 'hex'), encode(sha256(('h' || o.id)::bytea), "
-	"'hex'), 'AAAAAgAAAAA=', o.signer, 1, 2000000000, 100)) FROM bench_clients b JOIN "
-	"outbox.ops o ON o.id = ANY (ARRAY[:ids]::bigint[]) WHERE b.client_id = :client_id;\n"
-	"SELECT count(outbox.op_confirm(b.owner, b.vshard, b.epoch, o.id, encode(sha256(('h' || "
-	"o.id)::bytea), 'hex'), 1, 100)) FROM bench_clients b JOIN outbox.ops o ON o.id = ANY "
-	"(ARRAY[:ids]::bigint[]) WHERE b.client_id = :client_id;\n";
+static const char minimal_setup_sql[] =
+	"CREATE TABLE mini_ops (id bigserial PRIMARY KEY, client int NOT NULL, status smallint NOT "
+	"NULL DEFAULT 0, payload jsonb NOT NULL, envelope text, created_at timestamptz NOT NULL "
+	"DEFAULT now(), sent_at timestamptz, done_at timestamptz);"
+	"CREATE INDEX mini_ops_open ON mini_ops (client, status, id) WHERE status < 2;"
+	"CREATE TABLE mini_events (id bigserial PRIMARY KEY, op_id bigint NOT NULL, kind text NOT "
+	"NULL, at timestamptz NOT NULL DEFAULT now());";
 
-/* Runs one pgbench script; confirmed ops per second over its duration. */
-static double pgbench_ops(struct fixture *f, const char *name, const char *script_text, int clients,
-			  long seconds)
+static const char minimal_script[] =
+	"INSERT INTO mini_ops (client, payload) SELECT :client_id, jsonb_build_object('account', "
+	"'GBENCH' || i, 'amount', '10') FROM generate_series(1, :batch) i;\n"
+	"UPDATE mini_ops o SET status = 1, sent_at = now(), envelope = repeat(md5(o.id::text), 32) "
+	"FROM (SELECT id FROM mini_ops WHERE client = :client_id AND status = 0 ORDER BY id LIMIT "
+	":batch FOR UPDATE SKIP LOCKED) c WHERE o.id = c.id;\n"
+	"WITH d AS (UPDATE mini_ops SET status = 2, done_at = now() WHERE client = :client_id AND "
+	"status = 1 RETURNING id) INSERT INTO mini_events (op_id, kind) SELECT id, 'done' FROM "
+	"d;\n";
+
+static double phase_minimal(struct fixture *f, long seconds, long batch)
 {
 	char script[256], cmd[3000], line[512];
-	long long before, done;
-	double t0, took;
+	struct cpu_mark c0, c1;
 	FILE *o, *p;
 
-	snprintf(script, sizeof(script), "%s/%s.sql", f->h.dir, name);
+	pgtest_exec(f->c, minimal_setup_sql);
+	snprintf(script, sizeof(script), "%s/minimal.sql", f->h.dir);
 	o = fopen(script, "w");
 	ck_assert_ptr_nonnull(o);
-	fputs(script_text, o);
+	fputs(minimal_script, o);
 	fclose(o);
-	before = pgtest_scalar(f->c, "SELECT count(*) FROM outbox.ops WHERE user_id LIKE 'pgb%' "
-				     "AND status = 'CONFIRMED'");
-	snprintf(cmd, sizeof(cmd), "pgbench -n -c %d -j 2 -T %ld -f %s '%s' 2>&1", clients, seconds,
-		 script, f->db.conninfo);
-	t0 = now_s();
+	snprintf(cmd, sizeof(cmd), "pgbench -n -c %d -j 2 -T %ld -D batch=%ld -f %s '%s' 2>&1",
+		 MINIMAL_CLIENTS, seconds, batch, script, f->db.conninfo);
+	cpu_mark(&c0);
 	p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	while (fgets(line, sizeof(line), p))
 		if (strstr(line, "ERROR") || strstr(line, "error"))
 			fprintf(stderr, "pgbench: %s", line);
-	ck_assert_int_eq(pclose(p), 0);
-	took = now_s() - t0;
-	done = pgtest_scalar(f->c, "SELECT count(*) FROM outbox.ops WHERE user_id LIKE 'pgb%' AND "
-				   "status = 'CONFIRMED'") -
-	       before;
-	ck_assert_int_gt(done, 0);
-	/* the connection set-up is inside `took`: a slight underestimate of PostgreSQL */
-	return (double)done / took;
+	ck_assert_msg(pclose(p) == 0, "pgbench failed: %s", cmd);
+	cpu_mark(&c1);
+	/* the connection set-up is inside the span: a slight underestimate */
+	double done = scalar_f(f->c, "SELECT count(*) FROM mini_ops WHERE status = 2");
+	double events = scalar_f(f->c, "SELECT count(*) FROM mini_events");
+	ck_assert_msg(done > 0 && events == done, "minimal outbox: %.0f done, %.0f events", done,
+		      events);
+	double rate = done / (c1.at_s - c0.at_s);
+	json_t *j = json_pack("{s:s, s:s, s:i, s:I, s:I, s:f, s:f}", "bench", "dispatch", "phase",
+			      "minimal", "clients", MINIMAL_CLIENTS, "batch", (json_int_t)batch,
+			      "seconds", (json_int_t)seconds, "ops", done,
+			      "minimal_outbox_ops_per_s", rate);
+	cpu_fields(j, &c0, &c1, done);
+	print_line(j);
+	return rate;
 }
 
-static double phase_pg_limit(struct fixture *f, long seconds)
+/* The libpq PG* variables node-postgres reads, for the database db. */
+static void peer_env(PGconn *c, const struct pgtest_db *db)
 {
-	const int clients = 8;
-	double single, grouped;
+	setenv("PGHOST", PQhost(c), 1);
+	setenv("PGPORT", PQport(c), 1);
+	setenv("PGUSER", PQuser(c), 1);
+	if (PQpass(c) && *PQpass(c))
+		setenv("PGPASSWORD", PQpass(c), 1);
+	setenv("PGDATABASE", db->name, 1);
+}
 
-	pg_limit_setup(f, clients);
-	single = pgbench_ops(f, "single", pg_script_single, clients, seconds);
-	grouped = pgbench_ops(f, "grouped", pg_script_grouped, clients, seconds);
-	printf("{\"bench\":\"dispatch\",\"phase\":\"pg_limit\",\"clients\":%d,\"seconds\":%ld,"
-	       "\"group\":%d,\"single_commit_ops_per_s\":%.1f,\"pg_limit_ops_per_s\":%.1f}\n",
-	       clients, seconds, BENCH_GROUP, single, grouped);
-	fflush(stdout);
-	return grouped;
+/*
+ * graphile-worker on the same server, in a database of its own, measured
+ * with a meter of its own (its backends are that database's). Returns the
+ * better jobs/s of its modes, or -1 when the peer could not run (the
+ * reason on stderr and in the line): the rest of the run stays valid.
+ */
+static double phase_peer(struct fixture *f)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	const char *dir = getenv("BENCH_GRAPHILE_DIR");
+	struct cpumeter *outer = meter;
+	struct pgtest_db db;
+	struct cpu_mark c0, c1;
+	char cmd[1200], line[1024];
+	double best = -1, jobs = 0;
+	FILE *p;
+
+	dir = dir && *dir ? dir : BENCH_GRAPHILE_DIR;
+	snprintf(cmd, sizeof(cmd), "%s/node_modules/graphile-worker/package.json", dir);
+	if (access(cmd, R_OK)) {
+		fprintf(stderr,
+			"bench_dispatch: peer: %s missing: run ops/lib/prepare.d/"
+			"bench_graphile.sh (npm ci in %s)\n",
+			cmd, dir);
+		print_line(json_pack("{s:s, s:s, s:s}", "bench", "dispatch", "phase", "peer",
+				     "error", "graphile-worker is not installed"));
+		return -1;
+	}
+	ck_assert_msg(pgtest_db_create_empty(&db, &err) == 0, "peer database: %s", err.msg);
+	peer_env(f->c, &db);
+	meter = cpumeter_start(db.admin, db.name);
+	ck_assert_ptr_nonnull(meter);
+	cpumeter_track_group(meter, getpgrp(), CM_BENCH);
+	snprintf(cmd, sizeof(cmd), "node '%s/bench.js'", dir);
+	cpu_mark(&c0);
+	fflush(NULL);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p)) {
+		json_t *j = json_loads(line, 0, NULL);
+		double rate = json_number_value(json_object_get(j, "jobs_per_s"));
+
+		jobs += json_number_value(json_object_get(j, "jobs"));
+		best = rate > best ? rate : best;
+		printf("%s", line);
+		json_decref(j);
+	}
+	int st = pclose(p);
+	cpu_mark(&c1);
+	cpumeter_stop(meter);
+	meter = outer;
+	ck_assert_msg(pgtest_db_drop(&db, &err) == 0, "peer database: %s", err.msg);
+	if (st != 0 || jobs <= 0) {
+		fprintf(stderr, "bench_dispatch: peer: '%s' failed (status %d)\n", cmd, st);
+		return -1;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "bench", "dispatch", "phase",
+			      "peer_cpu", "peer", "graphile-worker", "jobs", jobs,
+			      "pg_cpu_ms_per_job", per_op(&c0, &c1, CM_PG, jobs),
+			      "node_cpu_ms_per_job", per_op(&c0, &c1, CM_BENCH, jobs));
+	cpu_fields(o, &c0, &c1, jobs);
+	print_line(o);
+	return best;
 }
 
 START_TEST(bench_dispatch)
 {
 	static struct fixture f;
+	static struct throughput t;
 	long seconds = env_long("BENCH_SECONDS", 10), offered = env_long("BENCH_OFFERED", 500);
 	long ops = env_long("BENCH_OPS", 20000), ledger_ms = env_long("BENCH_LEDGER_MS", 100);
+	long batch = env_long("BENCH_MINIMAL_BATCH", 50);
 	char sim[256];
 	const char *env[] = {"OUTBOX_GLOBAL_MAX_IN_FLIGHT=5000", "OUTBOX_BATCH_SIZE=500",
 			     "OUTBOX_LOG_LEVEL=warn", NULL};
-	double p50, p99;
+	double p50, p99, load0 = cpumeter_loadavg();
 
+	ck_assert_msg(seconds > 0 && seconds <= 600, "BENCH_SECONDS: %ld is not in 1..600",
+		      seconds);
+	ck_assert_msg(offered > 0 && offered <= 20000, "BENCH_OFFERED: %ld is not in 1..20000",
+		      offered);
+	ck_assert_msg(ops >= 100 && ops <= 1000000, "BENCH_OPS: %ld is not in 100..1000000", ops);
+	ck_assert_msg(batch >= 1 && batch <= 10000, "BENCH_MINIMAL_BATCH: %ld is not in 1..10000",
+		      batch);
 	memset(&f, 0, sizeof(f));
 	f.n_signers = (int)env_long("BENCH_SIGNERS", 1000);
 	if (f.n_signers > DH_MAX_SIGNERS)
@@ -307,22 +460,48 @@ START_TEST(bench_dispatch)
 		 "%s",
 		 ledger_ms, PH_CONTRACT);
 	prepare(&f, sim);
+	const char *source = stmtstats_prepare(f.c); /* before outboxd connects */
+	ck_assert_msg(source != NULL, "the statement breakdown cannot be configured");
+	meter = cpumeter_start(f.db.admin, f.db.name);
+	ck_assert_msg(meter != NULL, "the CPU meter cannot start");
+	cpumeter_track_group(meter, f.h.sim_pid, CM_SIM);
+	cpumeter_track_group(meter, getpgrp(), CM_BENCH);
+	cpumeter_observer(meter, PQbackendPID(f.c));
 	launch(&f, env);
+	cpumeter_track_group(meter, f.h.sup_pid, CM_OUTBOXD);
 	json_decref(ph_wait_all_running(&f.h, f.workers + 1, 20000));
 	phase_latency(&f, offered, seconds, &p50, &p99);
-	double rate = phase_throughput(&f, ops);
+	phase_throughput(&f, ops, source, &t);
 	check_exactly_once(&f);
 	kill(-f.h.sup_pid, SIGTERM);
 	ph_wait_exit(f.h.sup_pid, 15000, NULL);
 	f.h.sup_pid = 0;
-	double limit = phase_pg_limit(&f, seconds);
-	printf("{\"bench\":\"dispatch\",\"summary\":true,\"signers\":%d,\"workers\":%d,"
-	       "\"ledger_ms\":%ld,\"offered_ops_per_s\":%ld,\"confirmed_ops_per_s\":%.1f,"
-	       "\"pg_limit_ops_per_s\":%.1f,\"ratio_to_pg_limit\":%.3f,"
-	       "\"enqueue_to_send_p50_ms\":%.2f,\"enqueue_to_send_p99_ms\":%.2f}\n",
-	       f.n_signers, f.workers, ledger_ms, offered, rate, limit,
-	       limit > 0 ? rate / limit : 0, p50, p99);
-	fflush(stdout);
+	phase_breakdown(&f, source, t.confirmed);
+	double minimal = phase_minimal(&f, seconds, batch);
+	double peer = phase_peer(&f);
+	double n = (double)t.confirmed;
+	json_t *o = json_pack("{s:s, s:b, s:i, s:i, s:I, s:I, s:f, s:f, s:f}", "bench", "dispatch",
+			      "summary", 1, "signers", f.n_signers, "workers", f.workers,
+			      "ledger_ms", (json_int_t)ledger_ms, "offered_ops_per_s",
+			      (json_int_t)offered, "confirmed_ops_per_s", t.rate,
+			      "enqueue_to_send_p50_ms", p50, "enqueue_to_send_p99_ms", p99);
+	json_object_set_new(o, "pg_cpu_ms_per_op", json_real(per_op(&t.t0, &t.t1, CM_PG, n)));
+	json_object_set_new(o, "pg_cpu_ms_per_enqueue",
+			    json_real(per_op(&t.enq0, &t.enq1, CM_PG_OBSERVER, (double)ops)));
+	json_object_set_new(o, "outboxd_cpu_ms_per_op",
+			    json_real(per_op(&t.t0, &t.t1, CM_OUTBOXD, n)));
+	json_object_set_new(o, "sim_cpu_ms_per_op", json_real(per_op(&t.t0, &t.t1, CM_SIM, n)));
+	json_object_set_new(o, "pg_server_cpu_ms_per_op",
+			    json_real(per_op(&t.t0, &t.t1, CM_PG_SERVER, n)));
+	json_object_set_new(o, "minimal_outbox_ops_per_s", json_real(minimal));
+	json_object_set_new(o, "ratio_to_minimal", json_real(minimal > 0 ? t.rate / minimal : 0));
+	json_object_set_new(o, "peer_graphile_jobs_per_s",
+			    peer > 0 ? json_real(peer) : json_null());
+	json_object_set_new(o, "breakdown_source", json_string(source));
+	json_object_set_new(o, "loadavg_1m_start", json_real(load0));
+	json_object_set_new(o, "loadavg_1m_end", json_real(cpumeter_loadavg()));
+	print_line(o);
+	cpumeter_stop(meter);
 	stop(&f);
 }
 END_TEST
@@ -338,7 +517,7 @@ int main(void)
 	tcase_add_test(tc, bench_dispatch);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	srunner_run_all(sr, CK_SILENT);
+	srunner_run_all(sr, CK_NORMAL); /* failures name their cause */
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -60,8 +60,9 @@ int stmtstats_begin(PGconn *c, const char *source)
 	char sql[1024];
 
 	snprintf(sql, sizeof(sql),
-		 "SELECT pg_stat_clear_snapshot(); DROP TABLE IF EXISTS bench_stat0; "
-		 "CREATE TABLE bench_stat0 AS %s",
+		 "SET client_min_messages = warning; SELECT pg_stat_clear_snapshot(); "
+		 "DROP TABLE IF EXISTS bench_stat0; CREATE TABLE bench_stat0 AS %s; "
+		 "RESET client_min_messages",
 		 counters_sql(source));
 	return run(c, sql);
 }
