@@ -366,29 +366,68 @@ static void peer_env(PGconn *c, const struct pgtest_db *db)
 }
 
 /*
+ * One mode of the peer: its bench.js run alone (migrating on the first
+ * run, adding its jobs in bulk, completing them), its line printed with
+ * the CPU of that run per job added. The jobs/s, or -1 on failure.
+ */
+static double peer_mode(const char *dir, const char *mode)
+{
+	char cmd[1200], line[1024] = "";
+	struct cpu_mark c0, c1;
+	json_t *j = NULL;
+	double jobs, rate;
+	FILE *p;
+
+	setenv("BENCH_PEER_MODES", mode, 1);
+	snprintf(cmd, sizeof(cmd), "node '%s/bench.js'", dir);
+	cpu_mark(&c0);
+	fflush(NULL);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (fgets(line, sizeof(line), p))
+		if (!j)
+			j = json_loads(line, 0, NULL);
+	int st = pclose(p);
+	cpu_mark(&c1);
+	jobs = json_number_value(json_object_get(j, "jobs"));
+	rate = json_number_value(json_object_get(j, "jobs_per_s"));
+	if (st != 0 || jobs <= 0 || rate <= 0) {
+		fprintf(stderr, "bench_dispatch: peer: '%s' (mode %s) failed, status %d\n", cmd,
+			mode, st);
+		json_decref(j);
+		return -1;
+	}
+	json_object_set_new(j, "pg_cpu_ms_per_job", json_real(per_op(&c0, &c1, CM_PG, jobs)));
+	json_object_set_new(j, "node_cpu_ms_per_job", json_real(per_op(&c0, &c1, CM_BENCH, jobs)));
+	cpu_fields(j, &c0, &c1, jobs);
+	print_line(j);
+	return rate;
+}
+
+/*
  * graphile-worker on the same server, in a database of its own, measured
  * with a meter of its own (its backends are that database's). Returns the
- * better jobs/s of its modes, or -1 when the peer could not run (the
- * reason on stderr and in the line): the rest of the run stays valid.
+ * better jobs/s of its modes (BENCH_PEER_MODES, default per_job,batched),
+ * or -1 when the peer could not run (the reason on stderr and in a line):
+ * the rest of the run stays valid.
  */
 static double phase_peer(struct fixture *f)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	const char *dir = getenv("BENCH_GRAPHILE_DIR");
+	const char *dir = getenv("BENCH_GRAPHILE_DIR"), *m = getenv("BENCH_PEER_MODES");
 	struct cpumeter *outer = meter;
+	char path[1100], modes[64], *save = NULL;
 	struct pgtest_db db;
-	struct cpu_mark c0, c1;
-	char cmd[1200], line[1024];
-	double best = -1, jobs = 0;
-	FILE *p;
+	double best = -1;
 
 	dir = dir && *dir ? dir : BENCH_GRAPHILE_DIR;
-	snprintf(cmd, sizeof(cmd), "%s/node_modules/graphile-worker/package.json", dir);
-	if (access(cmd, R_OK)) {
+	snprintf(modes, sizeof(modes), "%s", m && *m ? m : "per_job,batched");
+	snprintf(path, sizeof(path), "%s/node_modules/graphile-worker/package.json", dir);
+	if (access(path, R_OK)) {
 		fprintf(stderr,
 			"bench_dispatch: peer: %s missing: run ops/lib/prepare.d/"
 			"bench_graphile.sh (npm ci in %s)\n",
-			cmd, dir);
+			path, dir);
 		print_line(json_pack("{s:s, s:s, s:s}", "bench", "dispatch", "phase", "peer",
 				     "error", "graphile-worker is not installed"));
 		return -1;
@@ -398,35 +437,14 @@ static double phase_peer(struct fixture *f)
 	meter = cpumeter_start(db.admin, db.name);
 	ck_assert_ptr_nonnull(meter);
 	cpumeter_track_group(meter, getpgrp(), CM_BENCH);
-	snprintf(cmd, sizeof(cmd), "node '%s/bench.js'", dir);
-	cpu_mark(&c0);
-	fflush(NULL);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while (fgets(line, sizeof(line), p)) {
-		json_t *j = json_loads(line, 0, NULL);
-		double rate = json_number_value(json_object_get(j, "jobs_per_s"));
+	for (char *mode = strtok_r(modes, ",", &save); mode; mode = strtok_r(NULL, ",", &save)) {
+		double rate = peer_mode(dir, mode);
 
-		jobs += json_number_value(json_object_get(j, "jobs"));
 		best = rate > best ? rate : best;
-		printf("%s", line);
-		json_decref(j);
 	}
-	int st = pclose(p);
-	cpu_mark(&c1);
 	cpumeter_stop(meter);
 	meter = outer;
 	ck_assert_msg(pgtest_db_drop(&db, &err) == 0, "peer database: %s", err.msg);
-	if (st != 0 || jobs <= 0) {
-		fprintf(stderr, "bench_dispatch: peer: '%s' failed (status %d)\n", cmd, st);
-		return -1;
-	}
-	json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "bench", "dispatch", "phase",
-			      "peer_cpu", "peer", "graphile-worker", "jobs", jobs,
-			      "pg_cpu_ms_per_job", per_op(&c0, &c1, CM_PG, jobs),
-			      "node_cpu_ms_per_job", per_op(&c0, &c1, CM_BENCH, jobs));
-	cpu_fields(o, &c0, &c1, jobs);
-	print_line(o);
 	return best;
 }
 

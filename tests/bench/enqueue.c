@@ -23,8 +23,16 @@
  * gateway would. The workload rotates DEPOSIT, WITHDRAW, DEPOSIT, REBALANCE
  * over 256 signers (so 1 in 4 ops is CRITICAL).
  *
- * Output: one JSON line per measurement (and one with the server's
- * durability settings). Never asserts on timings.
+ * Every measurement also reads, from /proc (tests/bench/cpumeter.h), the
+ * CPU of the database's backends (the clients' and the listener's) per row:
+ * pg_cpu_ms_per_row.
+ *
+ * Output: one JSON line per measurement, one with the server's durability
+ * settings, and a summary line for the case the targets name (8
+ * connections, one row per transaction, the migration's trigger): the
+ * medians over rounds of the plain and enqueue rates, enqueue_vs_plain,
+ * and pg_cpu_ms_per_enqueue beside pg_cpu_ms_per_plain_insert. Never
+ * asserts on timings.
  * Environment: OUTBOX_PG_BASE, BENCH_SECONDS (per measurement, default 3),
  * BENCH_ROUNDS (default 1): repeat the whole matrix, interleaved, so a
  * shared machine's noise shows as spread between rounds (compare medians).
@@ -43,6 +51,7 @@
 
 #include "common/enqueue.h"
 #include "common/vshard.h"
+#include "tests/bench/cpumeter.h"
 #include "tests/support/pgtest.h"
 
 #define NSIGNERS 256
@@ -52,6 +61,13 @@ static struct pgtest_db db;
 static char signers[NSIGNERS][57];
 static _Atomic long *notified; /* shared with the listener process */
 static int run_no, round_no;
+static struct cpumeter *meter;
+
+#define MAXROUNDS 20
+
+/* The summary's case, per round: rows/s and PostgreSQL ms per row. */
+static double sum_plain[MAXROUNDS], sum_plain_cpu[MAXROUNDS];
+static double sum_enq[MAXROUNDS], sum_enq_cpu[MAXROUNDS];
 
 struct variant {
 	const char *name;
@@ -177,8 +193,12 @@ static int one_row(PGconn *c, int plain, int w, long i, struct outbox_error *err
 	}
 }
 
-/* A worker process: connect, wait for go, run transactions for secs. */
-static void worker(int w, int plain, int batch, double secs, int go_fd, int res_fd)
+/*
+ * A worker process: connect, wait for go, run transactions for secs, report,
+ * then keep its connection until fin closes, so that the CPU meter reads
+ * its backend alive.
+ */
+static void worker(int w, int plain, int batch, double secs, int go_fd, int res_fd, int fin_fd)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
 	PGconn *c = PQconnectdb(db.conninfo);
@@ -207,16 +227,21 @@ static void worker(int w, int plain, int batch, double secs, int go_fd, int res_
 out:
 	if (write(res_fd, rec, sizeof(rec)) != sizeof(rec))
 		_exit(2);
+	if (read(fin_fd, &b, 1) < 0) /* EOF when the meter has read */
+		_exit(2);
 	PQfinish(c);
 	_exit(rec[0] < 0);
 }
 
-/* Run one measurement; returns rows per second (or -1), printing a line. */
+/*
+ * Run one measurement; returns rows per second (or -1), printing a line,
+ * and PostgreSQL's CPU per row in *pg_ms.
+ */
 static double measure(PGconn *admin, const char *target, const char *wake, int batch, int conns,
-		      double secs, double plain_rate)
+		      double secs, double plain_rate, double *pg_ms)
 {
-	int go[2], res[2], failed = 0;
-	double rows = 0, elapsed = 0, rate;
+	int go[2], res[2], fin[2], failed = 0;
+	double rows = 0, elapsed = 0, rate, cpu0[CM_NCLASS], cpu1[CM_NCLASS];
 	long n0, n1;
 	pid_t pids[MAXCONNS];
 
@@ -224,24 +249,27 @@ static double measure(PGconn *admin, const char *target, const char *wake, int b
 	    exec_ok(admin, "CHECKPOINT"))
 		return -1;
 	run_no++;
-	if (pipe(go) || pipe(res))
+	if (pipe(go) || pipe(res) || pipe(fin))
 		return -1;
 	for (int w = 0; w < conns; w++) {
 		pids[w] = fork();
 		if (pids[w] == 0) {
 			close(go[1]);
 			close(res[0]);
-			worker(w, !strcmp(target, "plain"), batch, secs, go[0], res[1]);
+			close(fin[1]);
+			worker(w, !strcmp(target, "plain"), batch, secs, go[0], res[1], fin[0]);
 		}
 	}
 	close(go[0]);
 	close(res[1]);
+	close(fin[0]);
 	usleep(300 * 1000); /* connections up */
 	n0 = atomic_load(notified);
+	if (cpumeter_read(meter, cpu0))
+		failed = 1;
 	close(go[1]);
 	for (int w = 0; w < conns; w++) {
 		double rec[2];
-		int status;
 
 		if (read(res[0], rec, sizeof(rec)) != sizeof(rec) || rec[0] < 0)
 			failed = 1;
@@ -249,14 +277,19 @@ static double measure(PGconn *admin, const char *target, const char *wake, int b
 			rows += rec[0];
 			elapsed = rec[1] > elapsed ? rec[1] : elapsed;
 		}
-		waitpid(pids[w], &status, 0);
 	}
 	close(res[0]);
+	if (cpumeter_read(meter, cpu1)) /* every client idle, none gone */
+		failed = 1;
+	close(fin[1]);
+	for (int w = 0; w < conns; w++)
+		waitpid(pids[w], NULL, 0);
 	usleep(200 * 1000); /* let the listener drain */
 	n1 = atomic_load(notified);
 	if (failed || elapsed <= 0)
 		return -1;
 	rate = rows / elapsed;
+	*pg_ms = (cpu1[CM_PG] - cpu0[CM_PG]) / rows;
 	printf("{\"bench\":\"enqueue\",\"round\":%d,\"target\":\"%s\",\"wake\":\"%s\","
 	       "\"rows_per_txn\":%d,"
 	       "\"conns\":%d,\"seconds\":%.2f,\"rows\":%.0f,\"rows_per_s\":%.0f,"
@@ -264,7 +297,8 @@ static double measure(PGconn *admin, const char *target, const char *wake, int b
 	       round_no, target, wake, batch, conns, elapsed, rows, rate, rate / batch, n1 - n0);
 	if (plain_rate > 0)
 		printf(",\"vs_plain\":%.3f", rate / plain_rate);
-	printf("}\n");
+	printf(",\"pg_cpu_ms_per_row\":%.4f,\"client_cpu_ms_per_row\":%.4f}\n", *pg_ms,
+	       (cpu1[CM_BENCH] - cpu0[CM_BENCH]) / rows);
 	fflush(stdout);
 	return rate;
 }
@@ -284,6 +318,34 @@ static void print_settings(PGconn *c)
 		       sysconf(_SC_NPROCESSORS_ONLN),
 		       PQgetisnull(r, 0, 4) ? "none" : PQgetvalue(r, 0, 4));
 	PQclear(r);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The targets' case over every round: medians, and their ratio. */
+static void print_summary(int rounds)
+{
+	double plain = median(sum_plain, rounds), enq = median(sum_enq, rounds);
+
+	printf("{\"bench\":\"enqueue\",\"summary\":true,\"rounds\":%d,\"rows_per_txn\":1,"
+	       "\"conns\":%d,\"wake\":\"migration\",\"plain_rows_per_s\":%.0f,"
+	       "\"enqueue_rows_per_s\":%.0f,\"enqueue_vs_plain\":%.3f,"
+	       "\"pg_cpu_ms_per_enqueue\":%.4f,\"pg_cpu_ms_per_plain_insert\":%.4f,"
+	       "\"loadavg_1m\":%.2f}\n",
+	       rounds, MAXCONNS, plain, enq, plain > 0 ? enq / plain : 0,
+	       median(sum_enq_cpu, rounds), median(sum_plain_cpu, rounds), cpumeter_loadavg());
+	fflush(stdout);
 }
 
 static void quiet(void *arg, const char *message)
@@ -318,7 +380,7 @@ int main(void)
 		fprintf(stderr, "bench_enqueue: BENCH_SECONDS: '%s' is not in (0, 60]\n", s);
 		return 2;
 	}
-	if (rounds < 1 || rounds > 20) {
+	if (rounds < 1 || rounds > MAXROUNDS) {
 		fprintf(stderr, "bench_enqueue: BENCH_ROUNDS: '%s' is not in 1..20\n", r);
 		return 2;
 	}
@@ -340,15 +402,28 @@ int main(void)
 		goto done;
 	print_settings(admin);
 	fflush(stdout);
+	if (!(meter = cpumeter_start(db.admin, db.name)))
+		goto done;
+	cpumeter_track_group(meter, getpgrp(), CM_BENCH);
+	cpumeter_observer(meter, PQbackendPID(admin));
 	listener = fork();
 	if (listener == 0)
 		listen_forever();
 	for (round_no = 1; round_no <= rounds; round_no++)
 		for (size_t b = 0; b < 2; b++)
 			for (size_t k = 0; k < 2; k++) {
-				double plain = measure(admin, "plain", "none", batches[b],
-						       connss[k], secs, 0);
+				/* the summary's case: one row per transaction, 8 connections */
+				int summed = batches[b] == 1 && connss[k] == MAXCONNS;
+				double plain_cpu, cpu,
+					plain = measure(admin, "plain", "none", batches[b],
+							connss[k], secs, 0, &plain_cpu);
 
+				if (plain < 0)
+					goto stop;
+				if (summed) {
+					sum_plain[round_no - 1] = plain;
+					sum_plain_cpu[round_no - 1] = plain_cpu;
+				}
 				/* Rotate the order each round so no variant always runs first. */
 				for (size_t j = 0; j < NVARIANTS; j++) {
 					size_t v = (j + (size_t)round_no - 1) % NVARIANTS;
@@ -357,16 +432,25 @@ int main(void)
 						    ? exec_ok(admin, variants[v].install)
 						    : restore_migration_trigger(admin))
 						goto stop;
-					if (measure(admin, "enqueue", variants[v].name, batches[b],
-						    connss[k], secs, plain) < 0)
+					double rate =
+						measure(admin, "enqueue", variants[v].name,
+							batches[b], connss[k], secs, plain, &cpu);
+
+					if (rate < 0)
 						goto stop;
+					if (summed && !variants[v].install) {
+						sum_enq[round_no - 1] = rate;
+						sum_enq_cpu[round_no - 1] = cpu;
+					}
 				}
 			}
+	print_summary(rounds);
 	rc = 0;
 stop:
 	kill(listener, SIGTERM);
 	waitpid(listener, NULL, 0);
 done:
+	cpumeter_stop(meter);
 	PQfinish(admin);
 	if (pgtest_db_drop(&db, &err))
 		fprintf(stderr, "bench_enqueue: %s\n", err.msg);
