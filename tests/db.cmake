@@ -8,7 +8,6 @@ outbox_suite(check_dispatch_sql LIBS outbox_testsupport)
 # bench_enqueue (tests/bench/enqueue.c): enqueue throughput and the cost of
 # each wake-up design; built into the build root, not a ctest (benchmarks
 # never assert on timings). Run: OUTBOX_PG_BASE=... ./bench_enqueue
-add_executable(bench_enqueue ${CMAKE_CURRENT_SOURCE_DIR}/bench/enqueue.c
-	${CMAKE_CURRENT_SOURCE_DIR}/bench/cpumeter.c)
-target_link_libraries(bench_enqueue PRIVATE ${OUTBOX_TEST_LIBS} Threads::Threads m)
+add_executable(bench_enqueue ${CMAKE_CURRENT_SOURCE_DIR}/bench/enqueue.c)
+target_link_libraries(bench_enqueue PRIVATE outbox_bench ${OUTBOX_TEST_LIBS} Threads::Threads m)
 set_target_properties(bench_enqueue PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

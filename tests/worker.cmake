@@ -32,9 +32,8 @@ endforeach()
 # peer (tests/bench/graphile/); built into the build root, not a ctest
 # (benchmarks never assert on timings).
 # Run: OUTBOX_BUILD_DIR=<build> OUTBOX_PG_BASE=... ./bench_dispatch
-add_executable(bench_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/bench/dispatch.c
-	${CMAKE_CURRENT_SOURCE_DIR}/bench/cpumeter.c ${CMAKE_CURRENT_SOURCE_DIR}/bench/stmtstats.c)
-target_link_libraries(bench_dispatch PRIVATE ${OUTBOX_TEST_LIBS})
+add_executable(bench_dispatch ${CMAKE_CURRENT_SOURCE_DIR}/bench/dispatch.c)
+target_link_libraries(bench_dispatch PRIVATE outbox_bench ${OUTBOX_TEST_LIBS})
 target_compile_definitions(bench_dispatch PRIVATE
 	BENCH_GRAPHILE_DIR="${CMAKE_SOURCE_DIR}/tests/bench/graphile")
 set_target_properties(bench_dispatch PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

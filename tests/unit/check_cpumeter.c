@@ -1,0 +1,153 @@
+/*
+ * check_cpumeter.c - the benchmarks' CPU meter: which class a process's
+ * time goes to (cpumeter_classify), over every combination of what the
+ * sampler can know of a process, against the rules cpumeter.h states.
+ */
+#include "tests/bench/cpumeter.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include "tests/support/check_main.h"
+
+enum { SELF = 100, POSTMASTER = 200, OUTBOXD = 300, SIM = 400, BENCH = 500, OTHER = 900 };
+
+static const struct cpumeter_rules rules = {
+	.postmaster = POSTMASTER,
+	.self = SELF,
+	.n_groups = 3,
+	.group = {OUTBOXD, SIM, BENCH},
+	.group_class = {CM_OUTBOXD, CM_SIM, CM_BENCH},
+};
+
+/* Every process the sampler can describe: bit i of k sets one fact. */
+static struct cpumeter_proc nth(unsigned k)
+{
+	static const pid_t pids[] = {SELF, POSTMASTER, 1234};
+	static const pid_t ppids[] = {1, POSTMASTER, OUTBOXD};
+	static const pid_t pgrps[] = {OUTBOXD, SIM, BENCH, OTHER};
+	struct cpumeter_proc p;
+
+	p.pid = pids[k % 3];
+	k /= 3;
+	p.ppid = ppids[k % 3];
+	k /= 3;
+	p.pgrp = pgrps[k % 4];
+	k /= 4;
+	p.pg_backend = k & 1;
+	p.pg_our_db = k & 2;
+	p.pg_no_db = k & 4;
+	p.pg_observer = k & 8;
+	return p;
+}
+
+#define N_PROCS (3 * 3 * 4 * 16)
+
+START_TEST(test_cpumeter_never_counts_itself)
+{
+	for (unsigned k = 0; k < N_PROCS; k++) {
+		struct cpumeter_proc p = nth(k);
+
+		if (p.pid == SELF)
+			ck_assert_int_eq(cpumeter_classify(&rules, &p), CM_NONE);
+	}
+}
+END_TEST
+
+START_TEST(test_cpumeter_backends_by_database)
+{
+	for (unsigned k = 0; k < N_PROCS; k++) {
+		struct cpumeter_proc p = nth(k);
+		enum cpumeter_class c = cpumeter_classify(&rules, &p);
+
+		if (p.pid == SELF || p.pid == POSTMASTER || !p.pg_backend)
+			continue; /* the postmaster is never listed as a backend */
+		if (p.pg_observer) /* the benchmark's own connection, whatever else */
+			ck_assert_int_eq(c, CM_PG_OBSERVER);
+		else if (p.pg_our_db)
+			ck_assert_int_eq(c, CM_PG);
+		else if (p.ppid == POSTMASTER && !p.pg_no_db) /* another database's */
+			ck_assert_int_eq(c, CM_NONE);
+		else if (p.ppid == POSTMASTER) /* WAL writer, checkpointer... */
+			ck_assert_int_eq(c, CM_PG_SERVER);
+	}
+}
+END_TEST
+
+START_TEST(test_cpumeter_server_processes)
+{
+	for (unsigned k = 0; k < N_PROCS; k++) {
+		struct cpumeter_proc p = nth(k);
+		enum cpumeter_class c = cpumeter_classify(&rules, &p);
+
+		if (p.pid == SELF || p.pg_observer || p.pg_our_db)
+			continue;
+		if (p.pid == POSTMASTER)
+			ck_assert_int_eq(c, CM_PG_SERVER);
+		else if (p.ppid == POSTMASTER && !p.pg_backend) /* not listed (yet) */
+			ck_assert_int_eq(c, CM_PG_SERVER);
+		/* only the postmaster and its children are the server's */
+		if (c == CM_PG_SERVER)
+			ck_assert(p.pid == POSTMASTER || p.ppid == POSTMASTER);
+	}
+}
+END_TEST
+
+START_TEST(test_cpumeter_groups)
+{
+	for (unsigned k = 0; k < N_PROCS; k++) {
+		struct cpumeter_proc p = nth(k);
+		enum cpumeter_class c = cpumeter_classify(&rules, &p);
+
+		if (p.pid == SELF || p.pg_observer || p.pg_our_db || p.pid == POSTMASTER ||
+		    p.ppid == POSTMASTER)
+			continue;
+		/* anything else counts by its process group, or not at all */
+		switch (p.pgrp) {
+		case OUTBOXD:
+			ck_assert_int_eq(c, CM_OUTBOXD);
+			break;
+		case SIM:
+			ck_assert_int_eq(c, CM_SIM);
+			break;
+		case BENCH:
+			ck_assert_int_eq(c, CM_BENCH);
+			break;
+		default:
+			ck_assert_int_eq(c, CM_NONE);
+		}
+	}
+}
+END_TEST
+
+/* Without a known postmaster (0 or -1) no process is the server's. */
+START_TEST(test_cpumeter_unknown_postmaster)
+{
+	struct cpumeter_rules r = rules;
+
+	for (pid_t pm = -1; pm <= 0; pm++) {
+		r.postmaster = pm;
+		for (unsigned k = 0; k < N_PROCS; k++) {
+			struct cpumeter_proc p = nth(k);
+
+			p.ppid = p.ppid == POSTMASTER ? pm : p.ppid;
+			ck_assert_int_ne(cpumeter_classify(&r, &p), CM_PG_SERVER);
+		}
+	}
+}
+END_TEST
+
+static Suite *cpumeter_suite(void)
+{
+	Suite *s = suite_create("cpumeter");
+	TCase *tc = tcase_create("classify");
+
+	tcase_add_test(tc, test_cpumeter_never_counts_itself);
+	tcase_add_test(tc, test_cpumeter_backends_by_database);
+	tcase_add_test(tc, test_cpumeter_server_processes);
+	tcase_add_test(tc, test_cpumeter_groups);
+	tcase_add_test(tc, test_cpumeter_unknown_postmaster);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+OUTBOX_CHECK_MAIN(cpumeter_suite)
