@@ -60,11 +60,19 @@
 
 static struct cpumeter *meter;
 
-static long env_long(const char *name, long def)
+/* An integer knob in [min, max]; stops the run naming it otherwise. */
+static long env_long(const char *name, long def, long min, long max)
 {
 	const char *v = getenv(name);
+	char *end;
+	long n;
 
-	return v && *v ? strtol(v, NULL, 10) : def;
+	if (!v || !*v)
+		return def;
+	n = strtol(v, &end, 10);
+	ck_assert_msg(!*end && n >= min && n <= max, "%s: '%.40s' is not an integer in %ld..%ld",
+		      name, v, min, max);
+	return n;
 }
 
 static double now_s(void)
@@ -452,26 +460,19 @@ START_TEST(bench_dispatch)
 {
 	static struct fixture f;
 	static struct throughput t;
-	long seconds = env_long("BENCH_SECONDS", 10), offered = env_long("BENCH_OFFERED", 500);
-	long ops = env_long("BENCH_OPS", 20000), ledger_ms = env_long("BENCH_LEDGER_MS", 100);
-	long batch = env_long("BENCH_MINIMAL_BATCH", 50);
+	long seconds = env_long("BENCH_SECONDS", 10, 1, 600);
+	long offered = env_long("BENCH_OFFERED", 500, 1, 20000);
+	long ops = env_long("BENCH_OPS", 20000, 100, 1000000);
+	long ledger_ms = env_long("BENCH_LEDGER_MS", 100, 10, 10000);
+	long batch = env_long("BENCH_MINIMAL_BATCH", 50, 1, 10000);
 	char sim[256];
 	const char *env[] = {"OUTBOX_GLOBAL_MAX_IN_FLIGHT=5000", "OUTBOX_BATCH_SIZE=500",
 			     "OUTBOX_LOG_LEVEL=warn", NULL};
 	double p50, p99, load0 = cpumeter_loadavg();
 
-	ck_assert_msg(seconds > 0 && seconds <= 600, "BENCH_SECONDS: %ld is not in 1..600",
-		      seconds);
-	ck_assert_msg(offered > 0 && offered <= 20000, "BENCH_OFFERED: %ld is not in 1..20000",
-		      offered);
-	ck_assert_msg(ops >= 100 && ops <= 1000000, "BENCH_OPS: %ld is not in 100..1000000", ops);
-	ck_assert_msg(batch >= 1 && batch <= 10000, "BENCH_MINIMAL_BATCH: %ld is not in 1..10000",
-		      batch);
 	memset(&f, 0, sizeof(f));
-	f.n_signers = (int)env_long("BENCH_SIGNERS", 1000);
-	if (f.n_signers > DH_MAX_SIGNERS)
-		f.n_signers = DH_MAX_SIGNERS;
-	f.workers = (int)env_long("BENCH_WORKERS", 4);
+	f.n_signers = (int)env_long("BENCH_SIGNERS", 1000, 1, DH_MAX_SIGNERS);
+	f.workers = (int)env_long("BENCH_WORKERS", 4, 1, 64);
 	f.vshards = 64;
 	snprintf(sim, sizeof(sim),
 		 "--ledger-ms %ld --ledger-capacity 20000 --queue-capacity 40000 --vault-contract "
