@@ -37,7 +37,7 @@ const char *stmtstats_prepare(PGconn *c)
 		return "pg_stat_user_functions";
 	if (run(c, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements") ||
 	    run(c, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET pg_stat_statements.track "
-		   "= all', current_database()); END $$"))
+		   "= %L', current_database(), 'all'); END $$"))
 		return NULL;
 	return "pg_stat_statements";
 }
