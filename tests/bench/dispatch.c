@@ -33,7 +33,7 @@
  *	            envelope, one UPDATE to done with one event row per op, each
  *	            its own transaction (minimal_outbox_ops_per_s).
  *	peer        graphile-worker (tests/bench/graphile/) in a database of its
- *	            own: its lines, then one with its CPU per job.
+ *	            own, once per mode: jobs/s and CPU per job (adding included).
  *
  * The last line is the summary (tests/README.md lists its fields). Never
  * asserts on timings (a Check suite only so that setup failures stop it
