@@ -47,6 +47,7 @@ struct cpumeter {
 	pid_t obs[CM_MAX_OBSERVERS];
 	double sum_ms[CM_NCLASS]; /* written by the sampler before `done` */
 	int overflow;             /* processes not remembered: the table was full */
+	int warned;               /* pg_stat_activity failures (the first one is printed) */
 	pid_t sampler;
 	unsigned long long born; /* ticks after boot when the meter started */
 	int n;
@@ -137,6 +138,11 @@ static void read_backends(struct cpumeter *m, PGconn *c, const char *dbname)
 			 "SELECT pid, coalesce(datname = $1, false), datname IS NULL FROM "
 			 "pg_stat_activity WHERE pid <> pg_backend_pid()",
 			 1, NULL, p, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK && !m->warned++) /* once: it keeps failing */
+		fprintf(stderr,
+			"cpumeter: pg_stat_activity: %s (new backends count as the "
+			"server's until it answers)\n",
+			PQerrorMessage(c));
 	if (PQresultStatus(r) == PGRES_TUPLES_OK) { /* else: keep the last list */
 		m->n_backends = 0;
 		for (int i = 0; i < PQntuples(r) && i < CM_MAX_BACKENDS; i++) {
@@ -169,7 +175,31 @@ static struct cm_entry *entry(struct cpumeter *m, pid_t pid, unsigned long long 
 	return NULL;
 }
 
-static void describe(struct cpumeter *m, struct cpumeter_proc *p)
+/*
+ * Whether a backend's process title ("postgres: [cluster: ]user db
+ * host(port) activity") names the database: the fallback for a backend
+ * pg_stat_activity did not list when it was last read.
+ */
+static bool title_names_db(pid_t pid, const char *dbname)
+{
+	char path[64], buf[512], *tok, *save = NULL;
+	bool found = false;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0'; /* a title is one string; arguments would end at the first NUL */
+	for (tok = strtok_r(buf, " ", &save); tok && !found; tok = strtok_r(NULL, " ", &save))
+		found = !strcmp(tok, dbname);
+	return found;
+}
+
+static void describe(struct cpumeter *m, struct cpumeter_proc *p, const char *dbname,
+		     pid_t postmaster)
 {
 	int n_obs = atomic_load(&m->n_obs);
 
@@ -180,6 +210,8 @@ static void describe(struct cpumeter *m, struct cpumeter_proc *p)
 			p->pg_our_db = m->be[i].our_db;
 			p->pg_no_db = m->be[i].no_db;
 		}
+	if (!p->pg_backend && p->ppid == postmaster && title_names_db(p->pid, dbname))
+		p->pg_backend = p->pg_our_db = true;
 	for (int i = 0; i < n_obs; i++)
 		if (m->obs[i] == p->pid)
 			p->pg_observer = true;
@@ -206,7 +238,7 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 		p.pid = (pid_t)atoi(d->d_name);
 		if (read_stat(p.pid, &p.ppid, &p.pgrp, &cpu, &start))
 			continue; /* gone meanwhile */
-		describe(m, &p);
+		describe(m, &p, dbname, postmaster);
 		cls = cpumeter_classify(&rules, &p);
 		e = entry(m, p.pid, start);
 		if (!e && cls == CM_NONE)

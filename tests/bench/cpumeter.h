@@ -12,6 +12,8 @@
  * exits between two samples loses at most one period of its tail, so
  * short-lived processes should be few (enqueuers live for a whole phase).
  *
+ * A backend pg_stat_activity has not listed yet (or while the query fails)
+ * counts as the benchmark's database's when its process title names it.
  * Classes are decided in cpumeter_classify(), a pure function. Backends of
  * other databases (other engineers' tests on a shared server) are not
  * counted; the server-wide processes (WAL writer, checkpointer, background
