@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CM_MAX_PROCS     4096 /* processes remembered over a run */
+#define CM_MAX_PROCS     16384 /* processes remembered over a run */
 #define CM_MAX_OBSERVERS 32
 #define CM_MAX_BACKENDS  2048 /* rows of pg_stat_activity read per sample */
 
@@ -68,9 +68,10 @@ enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r, const stru
 	if (p->pid == r->postmaster && r->postmaster > 0)
 		return CM_PG_SERVER;
 	if (p->ppid == r->postmaster && r->postmaster > 0)
-		/* a backend of another database is someone else's; one not listed
-		 * yet is a server process or a backend still starting */
-		return p->pg_backend && !p->pg_no_db ? CM_NONE : CM_PG_SERVER;
+		/* a backend of another database is someone else's, and so is one
+		 * not listed yet until a later sample tells (it then counts from
+		 * its start): on a shared server they come and go by thousands */
+		return p->pg_backend && p->pg_no_db ? CM_PG_SERVER : CM_NONE;
 	for (int i = 0; i < r->n_groups; i++)
 		if (p->pgrp == r->group[i])
 			return r->group_class[i];
@@ -135,8 +136,9 @@ static void read_backends(struct cpumeter *m, PGconn *c, const char *dbname)
 	if (PQstatus(c) != CONNECTION_OK)
 		PQreset(c);
 	r = PQexecParams(c,
-			 "SELECT pid, coalesce(datname = $1, false), datname IS NULL FROM "
-			 "pg_stat_activity WHERE pid <> pg_backend_pid()",
+			 "SELECT pid, coalesce(datname = $1, false), datname IS NULL AND "
+			 "backend_type <> 'client backend' FROM pg_stat_activity WHERE pid <> "
+			 "pg_backend_pid()",
 			 1, NULL, p, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK && !m->warned++) /* once: it keeps failing */
 		fprintf(stderr,
@@ -245,7 +247,11 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 			continue;
 		if (!e) {
 			if (m->n == CM_MAX_PROCS) {
-				m->overflow++;
+				if (!m->overflow++)
+					fprintf(stderr,
+						"cpumeter: more than %d processes to follow: "
+						"later ones are not counted\n",
+						CM_MAX_PROCS);
 				continue;
 			}
 			e = &m->e[m->n++];

@@ -45,7 +45,7 @@ struct cpumeter_proc {
 	pid_t pid, ppid, pgrp;
 	bool pg_backend;  /* listed by pg_stat_activity */
 	bool pg_our_db;   /* ... with the benchmark's database */
-	bool pg_no_db;    /* ... with no database (a server process) */
+	bool pg_no_db;    /* ... as a server process: no database, not a client */
 	bool pg_observer; /* ... one of the benchmark's own connections */
 };
 

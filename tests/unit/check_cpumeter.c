@@ -60,7 +60,7 @@ START_TEST(test_cpumeter_backends_by_database)
 		enum cpumeter_class c = cpumeter_classify(&rules, &p);
 
 		if (p.pid == SELF || p.pid == POSTMASTER || !p.pg_backend)
-			continue; /* the postmaster is never listed as a backend */
+			continue;  /* the postmaster is never listed as a backend */
 		if (p.pg_observer) /* the benchmark's own connection, whatever else */
 			ck_assert_int_eq(c, CM_PG_OBSERVER);
 		else if (p.pg_our_db)
@@ -83,11 +83,12 @@ START_TEST(test_cpumeter_server_processes)
 			continue;
 		if (p.pid == POSTMASTER)
 			ck_assert_int_eq(c, CM_PG_SERVER);
-		else if (p.ppid == POSTMASTER && !p.pg_backend) /* not listed (yet) */
-			ck_assert_int_eq(c, CM_PG_SERVER);
-		/* only the postmaster and its children are the server's */
+		else if (p.ppid == POSTMASTER && !p.pg_backend) /* not listed (yet): unknown */
+			ck_assert_int_eq(c, CM_NONE);
+		/* only the postmaster and the server processes it lists are the server's */
 		if (c == CM_PG_SERVER)
-			ck_assert(p.pid == POSTMASTER || p.ppid == POSTMASTER);
+			ck_assert(p.pid == POSTMASTER ||
+				  (p.ppid == POSTMASTER && p.pg_backend && p.pg_no_db));
 	}
 }
 END_TEST
