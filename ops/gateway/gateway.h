@@ -5,6 +5,8 @@
  *	                hand-off from the HTTP threads, drain
  *	http.c          libmicrohttpd (epoll, a thread pool): a request's life,
  *	                routes, limits, errors, suspend and resume
+ *	request.c       the pure decoding: routes, ids, the Authorization
+ *	                header's form, list filters, JSON bodies (request.h)
  *	api.c           the admin endpoints and the enqueue: input checks, the
  *	                SQL call (schema/0010_gateway.sql), the answer
  *	jobs.c          the PostgreSQL side on the loop: connections, LISTEN,
@@ -32,6 +34,7 @@
 #include "common/loop.h"
 #include "common/pgq.h"
 #include "common/shm/stats.h"
+#include "ops/gateway/request.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -40,32 +43,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GW_TICK_MS         100    /* the loop's longest sleep: the heartbeat */
-#define GW_API_CONNS       3      /* PostgreSQL connections for API calls */
-#define GW_BODY_MAX        16384  /* a request body longer than this is 413 */
-#define GW_KEYS_REFRESH_MS 10000  /* key cache reload besides NOTIFY outbox_keys */
-#define GW_DEPTH_MAX_AGE   2000   /* /metrics re-reads queue depth when older */
-#define GW_WAIT_DEFAULT_MS 30000  /* "wait": true without waitTimeoutMs */
-#define GW_WAIT_MAX_MS     120000 /* waitTimeoutMs at most */
-#define GW_WAITERS_MAX     4096   /* synchronous enqueues waiting at once */
-#define GW_STMT_TIMEOUT_MS 5000   /* statement_timeout of the API connections */
-#define GW_PAGE_DEFAULT    50     /* list page size without limit */
-#define GW_PAGE_MAX        500    /* the hard page limit */
-
-enum gw_route {
-	R_NONE,
-	R_HEALTHZ,
-	R_READYZ,
-	R_METRICS,
-	R_CONDITIONS,
-	R_ENQUEUE,
-	R_LIST,
-	R_STATS,
-	R_GET,
-	R_WHY,
-	R_RETRY,
-	R_CANCEL,
-};
+#define GW_TICK_MS         100   /* the loop's longest sleep: the heartbeat */
+#define GW_API_CONNS       3     /* PostgreSQL connections for API calls */
+#define GW_KEYS_REFRESH_MS 10000 /* key cache reload besides NOTIFY outbox_keys */
+#define GW_DEPTH_MAX_AGE   2000  /* /metrics re-reads queue depth when older */
+#define GW_WAIT_DEFAULT_MS 30000 /* "wait": true without waitTimeoutMs */
+#define GW_WAITERS_MAX     4096  /* synchronous enqueues waiting at once */
+#define GW_STMT_TIMEOUT_MS 5000  /* statement_timeout of the API connections */
 
 /* What a request's job asks of the loop. */
 enum gw_job_kind {
@@ -157,8 +141,6 @@ void gw_http_stop(struct gateway *g);
 void gw_http_answer(struct gateway *g, struct gw_req *r, unsigned status, char *resp);
 void gw_http_error(struct gateway *g, struct gw_req *r, unsigned status, const char *code,
 		   const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* "{"error": ...}" as a malloc'd string */
-char *gw_http_error_json(const char *code, const char *field, const char *message);
 /* The "request" column of an audit row (method, path, client, key prefix, body). */
 json_t *gw_http_request_json(const struct gw_req *r, json_t *body);
 
@@ -187,7 +169,6 @@ void gw_submit(struct gateway *g, struct gw_req *r);
 void gw_jobs_wait(struct gateway *g, struct gw_req *r);
 
 /* ---- keys.c ---- */
-enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_MALFORMED, AUTH_UNKNOWN, AUTH_REVOKED };
 /* The Authorization header -> who (r->key_id, actor, key_prefix) and scopes. */
 enum auth_result gw_keys_auth(struct gateway *g, struct gw_req *r, const char *header,
 			      unsigned *scopes);
