@@ -13,6 +13,7 @@
  *	                jobs from the HTTP threads, synchronous enqueues
  *	keys.c          the API-key cache (urcu-memb RCU) and authentication
  *	ratelimit.c     the per-client token buckets (cds_lfht)
+ *	conns.c         the open connections: a request's deadline
  *	metrics.c       GET /metrics
  *	conditions.c    GET /api/v1/network/conditions, ETA bands, fee estimates
  *
@@ -50,6 +51,7 @@
 #define GW_WAIT_DEFAULT_MS 30000 /* "wait": true without waitTimeoutMs */
 #define GW_WAITERS_MAX     4096  /* synchronous enqueues waiting at once */
 #define GW_STMT_TIMEOUT_MS 5000  /* statement_timeout of the API connections */
+#define GW_CONN_MEMORY     65536 /* MHD's buffer per connection: request line + headers fit */
 
 /* What a request's job asks of the loop. */
 enum gw_job_kind {
@@ -96,7 +98,8 @@ struct gw_req {
 	const char *content_type; /* NULL: JSON */
 };
 
-struct key_set; /* keys.c */
+struct gw_conns; /* conns.c */
+struct key_set;  /* keys.c */
 struct gw_depth;
 struct gw_eta;
 struct gw_limiter;
@@ -108,6 +111,7 @@ struct gateway {
 	struct shm_stats_block *stats;
 	struct MHD_Daemon *mhd;
 	struct gw_limiter *limiter;
+	struct gw_conns *conns; /* the open connections and their request deadline */
 
 	/* published to the HTTP threads (RCU pointers; NULL until first loaded) */
 	struct key_set *keys;
@@ -143,6 +147,19 @@ void gw_http_error(struct gateway *g, struct gw_req *r, unsigned status, const c
 		   const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* The "request" column of an audit row (method, path, client, key prefix, body). */
 json_t *gw_http_request_json(const struct gw_req *r, json_t *body);
+
+/* ---- conns.c ---- */
+struct gw_conns *gw_conns_new(int64_t deadline_ms);
+/* After MHD_stop_daemon. */
+void gw_conns_free(struct gw_conns *cs);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls: the gw_conns). */
+void gw_conns_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+		     enum MHD_ConnectionNotificationCode code);
+/* HTTP threads: the request arrived whole / is over (the next one's wait starts). */
+void gw_conns_received(struct MHD_Connection *mc);
+void gw_conns_next(struct MHD_Connection *mc);
+/* Loop thread: shut down the connections whose request is late. */
+void gw_conns_tick(struct gw_conns *cs, int64_t now_ms);
 
 /* ---- api.c (HTTP threads) ---- */
 /* Route r after authentication: answer it, or set up its job (returns 1). */

@@ -93,6 +93,7 @@ static void turn(struct gateway *g, int64_t *gc_at)
 	now = (int64_t)mono_ms();
 	gw_jobs_tick(g, now);
 	gw_conditions_tick(g, now);
+	gw_conns_tick(g->conns, now);
 	if (now - *gc_at >= GW_LIMITER_GC) {
 		gw_limiter_gc(g->limiter, now);
 		*gc_at = now;

@@ -348,6 +348,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return r->answered ? MHD_YES : take_body(r, upload, n);
 	}
+	gw_conns_received(c); /* whole: its deadline no longer runs */
 	if (r->answered)
 		return respond(g, r);
 	return finish(g, r, method);
@@ -360,6 +361,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	(void)cls, (void)why;
 	wipe_authorization(c);
+	gw_conns_next(c);
 	if (!r)
 		return;
 	gw_api_job_clear(r);
@@ -424,14 +426,18 @@ int gw_http_start(struct gateway *g)
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	g->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, g, MHD_OPTION_EXTERNAL_LOGGER,
-				  mhd_log, g, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)512,
-				  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, g, MHD_OPTION_END);
+	if (!(g->conns = gw_conns_new(cfg->http_timeout_s * 1000)))
+		return -ENOMEM;
+	g->mhd = MHD_start_daemon(
+		flags, 0, NULL, NULL, on_request, g, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, g,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned)cfg->http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)cfg->http_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)GW_CONN_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_conns,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_max_conns_per_ip,
+		MHD_OPTION_NOTIFY_CONNECTION, gw_conns_notify, g->conns,
+		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, g, MHD_OPTION_END);
 	if (!g->mhd) {
 		log_err("http: cannot listen on %s", cfg->http_addr);
 		return -EADDRINUSE;
@@ -447,4 +453,6 @@ void gw_http_stop(struct gateway *g)
 	if (g->mhd)
 		MHD_stop_daemon(g->mhd);
 	g->mhd = NULL;
+	gw_conns_free(g->conns);
+	g->conns = NULL;
 }
