@@ -2,3 +2,8 @@
 # stellar-sim + PostgreSQL; /metrics through promtool (Debian's prometheus).
 outbox_suite(check_gateway LIBS outbox_testsupport outbox_stellar PkgConfig::CURL
 	DEPENDS outboxd outboxctl stellar-sim TIMEOUT 900)
+# Hostile HTTP over raw sockets against a running gateway: oversized,
+# truncated, invalid and pipelined requests, slow drips, idle connections
+# beyond the limits; the gateway must stay the same process and keep serving.
+outbox_suite(check_gateway_hostile LIBS outbox_testsupport outbox_stellar
+	DEPENDS outboxd outboxctl stellar-sim TIMEOUT 1200)

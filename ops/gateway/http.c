@@ -371,13 +371,48 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/*
+ * libmicrohttpd logs a line per refused connection: an attacker could
+ * write the log. At most MHD_LOG_BURST lines per MHD_LOG_PERIOD_MS pass;
+ * the rest are counted, and the count is logged with the next period.
+ */
+#define MHD_LOG_BURST     10
+#define MHD_LOG_PERIOD_MS 10000
+
+static pthread_mutex_t mhd_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t mhd_log_since;
+static unsigned mhd_log_lines;
+static unsigned long mhd_log_dropped;
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	int64_t now = (int64_t)mono_ms();
+	unsigned long dropped = 0;
+	bool pass;
 	char msg[256];
 
 	(void)cls;
+	pthread_mutex_lock(&mhd_log_lock);
+	if (now - mhd_log_since >= MHD_LOG_PERIOD_MS) {
+		dropped = mhd_log_dropped;
+		mhd_log_dropped = 0;
+		mhd_log_lines = 0;
+		mhd_log_since = now;
+	}
+	pass = mhd_log_lines < MHD_LOG_BURST;
+	if (pass)
+		mhd_log_lines++;
+	else
+		mhd_log_dropped++;
+	pthread_mutex_unlock(&mhd_log_lock);
+	if (dropped)
+		log_warn("http: %lu more libmicrohttpd messages in the last %d s not logged",
+			 dropped, MHD_LOG_PERIOD_MS / 1000);
+	if (!pass)
+		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
+	gw_text_clean(msg); /* it may quote a request's URL */
 	log_warn("http: %s", msg);
 }
 

@@ -746,6 +746,8 @@ END_TEST
 
 /* ---- why ---- */
 
+static struct gw g_why; /* the why cases' gateway (a Check case runs in its own process) */
+
 static const char *why_code(struct gw *g, long long id, json_t **out)
 {
 	char path[96];
@@ -824,6 +826,164 @@ START_TEST(test_why)
 	ck_assert(json_object_get(json_object_get(j, "reason"), "until") != NULL);
 	json_decref(j);
 	stop(&g.f);
+}
+END_TEST
+
+/* why's reason code for op id once it is want (polling), or fails naming the last. */
+static json_t *why_until(struct gw *g, long long id, const char *want, const char *still_sql)
+{
+	const char *code = NULL;
+	json_t *j = NULL;
+
+	for (uint64_t end = ph_now_ms() + 90000;; ph_sleep_ms(100)) {
+		code = why_code(g, id, &j);
+		/* only an answer given while the condition held counts */
+		if (code && !strcmp(code, want) && (!still_sql || pgtest_scalar(g->f.c, still_sql)))
+			return j;
+		ck_assert_msg(ph_now_ms() < end, "op %lld: why says %s, never %s", id,
+			      code ? code : "nothing", want);
+		json_decref(j);
+	}
+}
+
+static long long reason_int(json_t *j, const char *k)
+{
+	return json_integer_value(json_object_get(json_object_get(j, "reason"), k));
+}
+
+/*
+ * OUTBOX_GLOBAL_MAX_IN_FLIGHT=1 and ledgers that close only when the test
+ * says: op 1 (signer 0) is in flight, its transaction lost by the network
+ * (the sim's black hole). Op 2 (signer 1) waits for the global cap, op 3
+ * (signer 1) behind op 2, op 4 (signer 0) for op 1. Then getLedgerEntries
+ * fails and ledgers close past op 1's bounds: op 4 waits for the proof that
+ * op 1's transaction expired unexecuted, which no answer can give yet.
+ */
+START_TEST(test_why_cap_queue_expiry)
+{
+	static char addr[64];
+	const char *env[] = {addr, "OUTBOX_HTTP_RATE_LIMIT=1000000",
+			     "OUTBOX_GLOBAL_MAX_IN_FLIGHT=1", NULL};
+	long long op[5];
+	char busy[160], pending[5][240];
+	json_t *j;
+
+	memset(&g_why, 0, sizeof(g_why));
+	g_why.f.n_signers = 2;
+	g_why.port = free_port();
+	snprintf(addr, sizeof(addr), "OUTBOX_HTTP_ADDR=127.0.0.1:%d", g_why.port);
+	start(&g_why.f, "--ledger-ms 3600000 --vault-contract " PH_CONTRACT, env);
+	wait_ready(&g_why);
+	make_key(&g_why, "reader", "outbox:read", g_why.key_read);
+	ph_sim_post(&g_why.f.h, "/debug/faults",
+		    "{\"method\": \"sendTransaction\", \"blackhole_rate\": 1}");
+	enqueue(&g_why.f, "DEPOSIT", "u1", "q-1", 0, g_why.f.signer[1], "10", NULL);
+	op[1] = pgtest_scalar(g_why.f.c, "SELECT max(id) FROM outbox.ops");
+	snprintf(busy, sizeof(busy),
+		 "SELECT (status = 'SUBMITTED')::int FROM outbox.ops WHERE id = %lld", op[1]);
+	for (uint64_t end = ph_now_ms() + 60000; !pgtest_scalar(g_why.f.c, busy); ph_sleep_ms(50))
+		ck_assert_msg(ph_now_ms() < end, "op %lld never SUBMITTED", op[1]);
+	enqueue(&g_why.f, "DEPOSIT", "u2", "q-2", 1, g_why.f.signer[0], "10", NULL);
+	enqueue(&g_why.f, "DEPOSIT", "u3", "q-3", 1, g_why.f.signer[0], "10", NULL);
+	enqueue(&g_why.f, "DEPOSIT", "u4", "q-4", 0, g_why.f.signer[1], "10", NULL);
+	for (int i = 2; i <= 4; i++) {
+		op[i] = op[1] + i - 1;
+		snprintf(pending[i], sizeof(pending[i]),
+			 "SELECT ((SELECT status FROM outbox.ops WHERE id = %lld) = 'PENDING' AND "
+			 "(SELECT status FROM outbox.ops WHERE id = %lld) = 'SUBMITTED')::int",
+			 op[i], op[1]);
+	}
+	/* the cap: op 1 is the one transaction in flight */
+	j = why_until(&g_why, op[2], "global_cap", pending[2]);
+	ck_assert_int_eq(reason_int(j, "maxInFlight"), 1);
+	ck_assert_int_ge(reason_int(j, "inFlight"), 1);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "why")), "global cap"));
+	json_decref(j);
+	/* queued behind op 2, which goes first */
+	j = why_until(&g_why, op[3], "queued_behind", pending[3]);
+	ck_assert_int_eq(reason_int(j, "opId"), op[2]);
+	ck_assert_int_eq(reason_int(j, "ahead"), 1);
+	json_decref(j);
+	json_decref(why_until(&g_why, op[4], "signer_busy", pending[4]));
+	/* past op 1's bounds, with no way to read its signer's sequence number */
+	ph_sim_post(&g_why.f.h, "/debug/faults",
+		    "{\"method\": \"getLedgerEntries\", \"http_5xx_rate\": 1}");
+	for (uint64_t end = ph_now_ms() + 120000;; ph_sleep_ms(200)) {
+		const char *code;
+
+		ph_sim_post(&g_why.f.h, "/debug/close", "{\"ledgers\": 20}");
+		code = why_code(&g_why, op[4], &j);
+		if (code && !strcmp(code, "awaiting_expiry_proof") &&
+		    pgtest_scalar(g_why.f.c, pending[4]))
+			break;
+		json_decref(j);
+		ck_assert_msg(ph_now_ms() < end, "op %lld never awaited the expiry proof (%s)",
+			      op[4], code ? code : "nothing");
+	}
+	ck_assert_int_eq(reason_int(j, "opId"), op[1]);
+	ck_assert_ptr_nonnull(
+		json_string_value(json_object_get(json_object_get(j, "reason"), "txHash")));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "why")), "expired"));
+	json_decref(j);
+	ph_sim_post(&g_why.f.h, "/debug/faults", "{}");
+	stop(&g_why.f);
+}
+END_TEST
+
+/*
+ * Congestion high (background bids in the sim, the oracle told a ledger
+ * holds 10): a LOW op is deferred by its claim, and why says until when.
+ */
+START_TEST(test_why_low_deferred)
+{
+	static char addr[64];
+	const char *env[] = {addr,
+			     "OUTBOX_HTTP_RATE_LIMIT=1000000",
+			     "FEE_ORACLE_DWELL_MS=0",
+			     "FEE_ORACLE_LEDGER_MAX_TX=10",
+			     "FEE_ORACLE_POLL_MS=200",
+			     "OUTBOX_LOW_DEFER_MS=60000",
+			     "OUTBOX_LOW_MAX_DEFER_MS=600000",
+			     NULL};
+	char sql[160];
+	long long id;
+	json_t *j;
+
+	memset(&g_why, 0, sizeof(g_why));
+	g_why.f.n_signers = 2;
+	g_why.port = free_port();
+	snprintf(addr, sizeof(addr), "OUTBOX_HTTP_ADDR=127.0.0.1:%d", g_why.port);
+	start(&g_why.f,
+	      "--ledger-ms 250 --ledger-capacity 60 --fee-window-soroban 4 "
+	      "--vault-contract " PH_CONTRACT,
+	      env);
+	wait_ready(&g_why);
+	make_key(&g_why, "reader", "outbox:read", g_why.key_read);
+	ph_sim_post(&g_why.f.h, "/debug/faults", "{\"background_fee_load\": 30}");
+	for (uint64_t end = ph_now_ms() + 60000;; ph_sleep_ms(100)) {
+		json_t *fee = ph_ctl(&g_why.f.h, "fee", NULL);
+		const char *l =
+			fee ? json_string_value(json_object_get(fee, "congestionLevel")) : NULL;
+		bool high = l && (!strcmp(l, "high") || !strcmp(l, "severe"));
+
+		json_decref(fee);
+		if (high)
+			break;
+		ck_assert_msg(ph_now_ms() < end, "congestion never reached high");
+	}
+	enqueue(&g_why.f, "REBALANCE", "ops", "low-1", 0, NULL, "10", NULL);
+	id = pgtest_scalar(g_why.f.c, "SELECT max(id) FROM outbox.ops");
+	snprintf(sql, sizeof(sql),
+		 "SELECT (status = 'PENDING' AND next_attempt_at > now())::int FROM outbox.ops "
+		 "WHERE id = %lld",
+		 id);
+	j = why_until(&g_why, id, "low_deferred", sql);
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(j, "reason"), "until"));
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(j, "why")), "deferred by congestion"));
+	json_decref(j);
+	ph_sim_post(&g_why.f.h, "/debug/faults", "{}");
+	stop(&g_why.f);
 }
 END_TEST
 
@@ -916,6 +1076,8 @@ static Suite *suite(void)
 	dh_add_case(s, "wait", test_wait_confirmed_and_failed, 240);
 	dh_add_case(s, "cancel_retry_race", test_cancel_retry_race, 300);
 	dh_add_case(s, "why", test_why, 240);
+	dh_add_case(s, "why_cap_queue_expiry", test_why_cap_queue_expiry, 300);
+	dh_add_case(s, "why_low_deferred", test_why_low_deferred, 240);
 	dh_add_case(s, "metrics_promtool", test_metrics_promtool, 240);
 	dh_add_case(s, "role", test_role_restart_and_off, 240);
 	return s;
