@@ -7,3 +7,5 @@ outbox_suite(check_gateway LIBS outbox_testsupport outbox_stellar PkgConfig::CUR
 # beyond the limits; the gateway must stay the same process and keep serving.
 outbox_suite(check_gateway_hostile LIBS outbox_testsupport outbox_stellar
 	DEPENDS outboxd outboxctl stellar-sim TIMEOUT 1200)
+# The gateway's pure request decoding (ops/gateway/request.c), no service.
+outbox_suite(check_gateway_request LIBS outbox_gateway)

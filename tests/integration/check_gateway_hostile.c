@@ -450,8 +450,8 @@ static void truncated(struct hs *h)
 		"GET /heal",
 		"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Half: abc",
 		"POST /api/v1/ops HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"kind\":",
-		"POST /api/v1/ops HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-		"40\r\n{\"kind\"",
+		("POST /api/v1/ops HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+		 "40\r\n{\"kind\""),
 	};
 
 	for (int i = 0; i < 4; i++) {
