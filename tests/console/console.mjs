@@ -151,7 +151,7 @@ async function run(browser) {
   await nav(page, '#/ops?status=FAILED');
   await page.waitForSelector(`#ops tr[data-id="${OP_FAILED}"] a`, { timeout: WAIT });
   await page.click(`#ops tr[data-id="${OP_FAILED}"] a`);
-  await page.waitForSelector('#attempts .result-code', { timeout: WAIT });
+  await page.waitForSelector(`#op-title[data-id="${OP_FAILED}"] ~ #attempts .result-code`, { timeout: WAIT });
   check((await text(page, '#op-status')) === 'FAILED', 'the op is not shown FAILED');
   const codes = await page.$$eval('#attempts .result-code', (es) => es.map((e) => e.textContent.trim()));
   check(codes.includes(RESULT_CODE), `result codes ${codes} lack ${RESULT_CODE}`);
@@ -173,7 +173,7 @@ async function run(browser) {
   await page.waitForSelector('#login-view:not([hidden])', { timeout: WAIT });
   await login(page, KEY_WRITE);
   await nav(page, '#/op/' + OP_FAILED);
-  await page.waitForSelector('#btn-retry', { timeout: WAIT });
+  await page.waitForSelector(`#op-title[data-id="${OP_FAILED}"] ~ #actions #btn-retry`, { timeout: WAIT });
   await page.click('#btn-retry');
   await page.waitForSelector('#btn-confirm', { timeout: WAIT });
   await page.click('#btn-confirm');
@@ -187,7 +187,7 @@ async function run(browser) {
   // cancel of a CONFIRMED op: refused, the 409 reason shown
   log('write key: a refused cancel');
   await nav(page, '#/op/' + OP_CONFIRMED);
-  await page.waitForSelector('#btn-cancel', { timeout: WAIT });
+  await page.waitForSelector(`#op-title[data-id="${OP_CONFIRMED}"] ~ #actions #btn-cancel`, { timeout: WAIT });
   check((await text(page, '#op-status')) === 'CONFIRMED', 'the confirmed op is not CONFIRMED');
   await page.click('#btn-cancel');
   await page.waitForSelector('#btn-confirm', { timeout: WAIT });

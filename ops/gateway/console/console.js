@@ -380,7 +380,8 @@
       why = w.status === 200 ? w.body.why : errorText(w.body, 'why answered ' + w.status);
     }
     $('view').replaceChildren(
-      el('h2', {}, 'Op ' + o.id + ' ', el('span', { id: 'op-status', class: 'status-' + o.status }, o.status)),
+      el('h2', { id: 'op-title', 'data-id': o.id }, 'Op ' + o.id + ' ',
+        el('span', { id: 'op-status', class: 'status-' + o.status }, o.status)),
       why ? el('p', { class: 'why', id: 'why' }, why) : null,
       canWrite() ? actions(g, o) : null,
       el('p', { id: 'action-result', role: 'status' }, said),
