@@ -7,3 +7,5 @@ outbox_suite(check_gateway LIBS outbox_testsupport outbox_stellar PkgConfig::CUR
 # ops/lib/prepare.d/console.sh) against outboxd + stellar-sim + PostgreSQL.
 outbox_suite(check_console LIBS outbox_testsupport outbox_stellar PkgConfig::CURL
 	DEPENDS outboxd outboxctl stellar-sim TIMEOUT 900)
+# The console's chart and rates (ops/gateway/console_chart.c), pure.
+outbox_suite(check_console_chart LIBS outbox_gateway m)

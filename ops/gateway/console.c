@@ -18,9 +18,11 @@
  * shared memory read on the loop thread when the answer is built: the
  * counters, the fee conditions, the process table, and a ring of samples
  * of the latency histograms and the confirmed/failed counters taken every
- * OV_SAMPLE_MS by the loop, from which the chart's points are computed.
+ * CHART_SAMPLE_MS by the loop, from which the chart's points are computed
+ * (console_chart.h).
  */
 #include "ops/gateway/gateway.h"
+#include "ops/gateway/console_chart.h"
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -30,26 +32,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OV_SAMPLE_MS 5000
-#define OV_SAMPLES   61 /* five minutes of samples, both ends included */
-#define OV_HELD_MAX  20 /* held ops listed; heldTotal counts them all */
+#define OV_HELD_MAX    20   /* held ops listed */
+#define OV_RATE_MIN_MS 1000 /* the rates "now" span at least this */
 
 /* Strict: only this origin's script, style and XHR; no inline code, no frames. */
 #define CONSOLE_CSP                                                                                \
 	"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "            \
 	"img-src 'self' data:; frame-ancestors 'none'"
-
-struct ov_sample {
-	uint64_t wall_ms;
-	int64_t mono_ms;
-	uint64_t confirmed, failed;
-	uint64_t lat[3][SHM_HIST_BUCKETS];
-};
-
-struct ov_ring {
-	struct ov_sample s[OV_SAMPLES];
-	unsigned n, next;
-};
 
 static const char *const prio_names[3] = {"CRITICAL", "NORMAL", "LOW"};
 
@@ -172,7 +161,7 @@ bool gw_console_request(struct gateway *g, struct gw_req *r)
 
 /* ---- the samples (loop thread) ---- */
 
-static void take(struct gateway *g, struct ov_sample *s, int64_t now_ms)
+static void take(struct gateway *g, struct chart_sample *s, int64_t now_ms)
 {
 	s->wall_ms = wall_ms();
 	s->mono_ms = now_ms;
@@ -183,17 +172,16 @@ static void take(struct gateway *g, struct ov_sample *s, int64_t now_ms)
 
 void gw_console_tick(struct gateway *g, int64_t now_ms)
 {
-	struct ov_ring *ring = g->console_ring;
+	struct chart_ring *ring = g->console_ring;
+	const struct chart_sample *last = ring ? chart_newest(ring) : NULL;
+	struct chart_sample s;
 
-	if (ring && ring->n &&
-	    now_ms - ring->s[(ring->next + OV_SAMPLES - 1) % OV_SAMPLES].mono_ms < OV_SAMPLE_MS)
+	if (last && now_ms - last->mono_ms < CHART_SAMPLE_MS)
 		return;
 	if (!ring && !(ring = g->console_ring = calloc(1, sizeof(*ring))))
 		return;
-	take(g, &ring->s[ring->next], now_ms);
-	ring->next = (ring->next + 1) % OV_SAMPLES;
-	if (ring->n < OV_SAMPLES)
-		ring->n++;
+	take(g, &s, now_ms);
+	chart_push(ring, &s);
 }
 
 void gw_console_free(struct gateway *g)
@@ -202,67 +190,51 @@ void gw_console_free(struct gateway *g)
 	g->console_ring = NULL;
 }
 
-/* The i-th oldest sample. */
-static const struct ov_sample *nth(const struct ov_ring *ring, unsigned i)
-{
-	return &ring->s[(ring->next + OV_SAMPLES - ring->n + i) % OV_SAMPLES];
-}
-
-static double per_s(uint64_t a, uint64_t b, int64_t ms)
-{
-	return ms > 0 && b >= a ? (double)(b - a) * 1000.0 / (double)ms : 0;
-}
-
 /*
  * The chart: one point per interval between two samples, the p50 of the
  * ops confirmed in it per priority (null: none), and the rates.
  */
-static json_t *series_json(const struct ov_ring *ring)
+static json_t *series_json(const struct chart_ring *ring)
 {
 	json_t *pts = json_array();
 	uint64_t win[SHM_HIST_BUCKETS];
 
 	for (unsigned i = 1; ring && i < ring->n; i++) {
-		const struct ov_sample *a = nth(ring, i - 1), *b = nth(ring, i);
+		const struct chart_sample *a = chart_nth(ring, i - 1), *b = chart_nth(ring, i);
 		int64_t ms = b->mono_ms - a->mono_ms;
 		json_t *p50 = json_object();
 
 		for (int p = 0; p < 3; p++) {
 			double q;
 
-			for (unsigned k = 0; k < SHM_HIST_BUCKETS; k++)
-				win[k] = b->lat[p][k] >= a->lat[p][k] ? b->lat[p][k] - a->lat[p][k]
-								      : 0;
+			chart_window(a->lat[p], b->lat[p], win);
 			q = gw_latency_quantile(win, 0.5);
 			json_object_set_new(p50, prio_names[p],
 					    q >= 0 ? json_real(q) : json_null());
 		}
 		json_array_append_new(
-			pts, json_pack("{s:I, s:o, s:f, s:f}", "at", (json_int_t)b->wall_ms, "p50",
-				       p50, "confirmedPerS", per_s(a->confirmed, b->confirmed, ms),
-				       "failedPerS", per_s(a->failed, b->failed, ms)));
+			pts,
+			json_pack("{s:I, s:o, s:f, s:f}", "at", (json_int_t)b->wall_ms, "p50", p50,
+				  "confirmedPerS", chart_rate(a->confirmed, b->confirmed, ms),
+				  "failedPerS", chart_rate(a->failed, b->failed, ms)));
 	}
 	return pts;
 }
 
-/* Confirmed and failed per second now: since the newest sample at least 1 s old. */
-static json_t *rates_json(struct gateway *g, const struct ov_ring *ring, struct ov_sample *now)
+/* Confirmed and failed per second now, and since the start. */
+static json_t *rates_json(struct gateway *g, const struct chart_ring *ring)
 {
-	const struct ov_sample *from = NULL;
+	struct chart_sample now;
+	const struct chart_sample *from;
+	int64_t ms;
 
-	take(g, now, (int64_t)mono_ms());
-	for (unsigned i = ring ? ring->n : 0; i-- > 0;)
-		if (now->mono_ms - nth(ring, i)->mono_ms >= 1000) {
-			from = nth(ring, i);
-			break;
-		}
-	return json_pack(
-		"{s:f, s:f, s:I, s:I}", "confirmedPerS",
-		from ? per_s(from->confirmed, now->confirmed, now->mono_ms - from->mono_ms) : 0.0,
-		"failedPerS",
-		from ? per_s(from->failed, now->failed, now->mono_ms - from->mono_ms) : 0.0,
-		"confirmedTotal", (json_int_t)now->confirmed, "failedTotal",
-		(json_int_t)now->failed);
+	take(g, &now, (int64_t)mono_ms());
+	from = ring ? chart_rate_base(ring, now.mono_ms, OV_RATE_MIN_MS) : NULL;
+	ms = from ? now.mono_ms - from->mono_ms : 0;
+	return json_pack("{s:f, s:f, s:I, s:I}", "confirmedPerS",
+			 from ? chart_rate(from->confirmed, now.confirmed, ms) : 0.0, "failedPerS",
+			 from ? chart_rate(from->failed, now.failed, ms) : 0.0, "confirmedTotal",
+			 (json_int_t)now.confirmed, "failedTotal", (json_int_t)now.failed);
 }
 
 static json_t *procs_json(const struct shm_segment *seg)
@@ -308,8 +280,7 @@ static json_t *key_json(const struct gw_req *r)
 /* The statement answered (loop thread): add what shared memory says. */
 void gw_console_on_result(struct gateway *g, struct gw_req *r, PGresult *res)
 {
-	const struct ov_ring *ring = g->console_ring;
-	struct ov_sample now;
+	const struct chart_ring *ring = g->console_ring;
 	char *fees;
 	json_t *body;
 
@@ -324,9 +295,9 @@ void gw_console_on_result(struct gateway *g, struct gw_req *r, PGresult *res)
 	fees = gw_conditions_render(g);
 	json_object_set_new(body, "fees", fees ? json_loads(fees, 0, NULL) : json_null());
 	free(fees);
-	json_object_set_new(body, "ops", rates_json(g, ring, &now));
+	json_object_set_new(body, "ops", rates_json(g, ring));
 	json_object_set_new(body, "latency", series_json(ring));
-	json_object_set_new(body, "sampleMs", json_integer(OV_SAMPLE_MS));
+	json_object_set_new(body, "sampleMs", json_integer(CHART_SAMPLE_MS));
 	json_object_set_new(body, "processes", procs_json(g->ctx->seg));
 	json_object_set_new(body, "key", key_json(r));
 	gw_http_answer(g, r, 200, json_dumps(body, JSON_COMPACT));

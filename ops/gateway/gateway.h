@@ -15,6 +15,7 @@
  *	conditions.c    GET /api/v1/network/conditions, ETA bands, fee estimates
  *	console.c       the web console: its embedded files, GET
  *	                /api/console/overview, the security headers
+ *	console_chart.c the overview's chart and rates (pure)
  *
  * Threads: the loop thread owns every PostgreSQL connection and everything
  * that changes; the HTTP threads read what it publishes through RCU
