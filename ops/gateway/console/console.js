@@ -153,25 +153,41 @@
 
   // ---- overview ----
 
+  // Polled every POLL_MS while shown; a failed poll (the gateway restarting,
+  // a 503) is said on the page and the next one tried; a 401 logs out.
   async function viewOverview(g) {
-    const r = await api('GET', '/api/console/overview');
-    if (g !== gen) return;
-    if (r.status !== 200) {
-      $('view').replaceChildren(el('p', { class: 'error', id: 'ov-error' },
-        errorText(r.body, 'the overview answered ' + r.status)));
-    } else {
-      me = r.body.key;
-      setWho();
-      renderOverview(r.body);
-      if (!overviewSeen) {
-        overviewSeen = true;
-        performance.mark('outboxd-overview');
-        document.body.dataset.overviewMs = String(performance.now());
+    try {
+      const r = await api('GET', '/api/console/overview');
+      if (g !== gen) return;
+      if (r.status !== 200) {
+        overviewError(errorText(r.body, 'the overview answered ' + r.status));
+      } else {
+        me = r.body.key;
+        setWho();
+        renderOverview(r.body);
+        if (!overviewSeen) {
+          overviewSeen = true;
+          performance.mark('outboxd-overview');
+          document.body.dataset.overviewMs = String(performance.now());
+        }
       }
+    } catch (e) {
+      if (e instanceof AuthError || g !== gen) return;
+      overviewError('the gateway did not answer: ' + e.message);
     }
     timer = setTimeout(() => {
-      if (g === gen) viewOverview(g).catch(() => {});
+      if (g === gen) viewOverview(g);
     }, POLL_MS);
+  }
+
+  // Keep the last overview on the page, marked as old.
+  function overviewError(msg) {
+    let p = $('ov-error');
+    if (!p) {
+      p = el('p', { class: 'error', id: 'ov-error', role: 'alert' });
+      $('view').prepend(p);
+    }
+    p.textContent = msg + ' (retrying every second; the numbers below are older)';
   }
 
   function depthCard(d) {
