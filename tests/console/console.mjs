@@ -193,6 +193,12 @@ async function run(browser) {
   const why = await text(page, '#why');
   check(why.startsWith(`Op ${OP_FAILED} is not on the network because`), `why: ${why}`);
 
+  // the overview counts it: one CRITICAL op PENDING (its user is halted), nothing else waiting
+  await nav(page, '#/');
+  await until('the retried op in the overview\'s depth', async () =>
+    (await text(page, '#depth-PENDING-CRITICAL')) === '1' && (await text(page, '#depth-PENDING')) === '1' &&
+    (await text(page, '#depth-SUBMITTED')) === '0' && (await text(page, '#depth-HELD')) === '0');
+
   // cancel of a CONFIRMED op: refused, the 409 reason shown
   log('write key: a refused cancel');
   await nav(page, '#/op/' + OP_CONFIRMED);
