@@ -157,8 +157,22 @@ async function run(browser) {
 
   // the failed op from the list, its result code; no buttons for a read key
   log('read key: the failed op');
-  await nav(page, '#/ops?status=FAILED');
-  await page.waitForSelector(`#ops tr[data-id="${OP_FAILED}"] a`, { timeout: WAIT });
+  // the list, a page of one op at a time: the newest, then the next by its cursor
+  await nav(page, '#/ops?limit=1');
+  await page.waitForSelector(`#ops tr[data-id="${OP_FAILED}"]`, { timeout: WAIT });
+  check((await page.$$('#ops tr[data-id]')).length === 1, 'a page of one shows more');
+  await page.click('#next-page');
+  await page.waitForSelector(`#ops tr[data-id="${OP_CONFIRMED}"]`, { timeout: WAIT });
+  check((await page.$$('#ops tr[data-id]')).length === 1, 'the second page of one shows more');
+  // the filter form: FAILED only
+  await nav(page, '#/ops');
+  await page.waitForSelector(`#ops tr[data-id="${OP_CONFIRMED}"]`, { timeout: WAIT });
+  await page.select('#f-status', 'FAILED');
+  await page.click('#filters button[type=submit]');
+  await until('the list filtered to FAILED', async () => {
+    const ids = await page.$$eval('#ops tr[data-id]', (rs) => rs.map((r) => r.dataset.id));
+    return ids.length === 1 && ids[0] === OP_FAILED;
+  });
   await page.click(`#ops tr[data-id="${OP_FAILED}"] a`);
   await page.waitForSelector(`#op-title[data-id="${OP_FAILED}"] ~ #attempts .result-code`, { timeout: WAIT });
   check((await text(page, '#op-status')) === 'FAILED', 'the op is not shown FAILED');

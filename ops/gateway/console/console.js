@@ -331,7 +331,7 @@
   async function viewOps(g, qs) {
     const q = new URLSearchParams(qs);
     const args = new URLSearchParams();
-    for (const k of ['status', 'kind', 'priority', 'userId', 'cursor'])
+    for (const k of ['status', 'kind', 'priority', 'userId', 'limit', 'cursor'])
       if (q.get(k)) args.set(k, q.get(k));
     const form = el('form', { class: 'filters', id: 'filters' },
       select('status', STATUSES, q.get('status')), select('kind', KINDS, q.get('kind')),
@@ -343,6 +343,7 @@
       ev.preventDefault();
       const f = new URLSearchParams();
       for (const [k, v] of new FormData(form)) if (v) f.set(k, v);
+      if (q.get('limit')) f.set('limit', q.get('limit'));
       location.hash = '#/ops?' + f.toString();
     });
     const r = await api('GET', '/api/admin/outbox' + (args.toString() ? '?' + args : ''));
