@@ -166,7 +166,8 @@ async function run(browser) {
   check((await page.$$('#ops tr[data-id]')).length === 1, 'the second page of one shows more');
   // the filter form: FAILED only
   await nav(page, '#/ops');
-  await page.waitForSelector(`#ops tr[data-id="${OP_CONFIRMED}"]`, { timeout: WAIT });
+  await until('the whole list (both ops, the page before showed one)', async () =>
+    (await page.$$('#ops tr[data-id]')).length === 2 && !(await page.$eval('#f-status', (e) => e.value)));
   await page.select('#f-status', 'FAILED');
   await page.click('#filters button[type=submit]');
   await until('the list filtered to FAILED', async () => {
