@@ -273,7 +273,7 @@
           b.sampleMs / 1000 + ' s, the last 5 minutes)'),
         el('div', { class: 'legend' }, PRIOS.map((p) => el('span', { class: p }, '━ ' + p))),
         canvas),
-      el('div', { class: 'grid' }, procCard(b.processes), heldCard(b.held || [])));
+      heldCard(b.held || []), procCard(b.processes));
     // the server's clock, not the browser's: the points are stamped by the gateway
     drawLatency(canvas, b.latency || [], Date.parse(b.at) || Date.now());
   }
