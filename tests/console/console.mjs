@@ -5,7 +5,8 @@
 //   CONSOLE_URL, CONSOLE_KEY_READ, CONSOLE_KEY_WRITE (outbox:read + write),
 //   CONSOLE_OP_CONFIRMED, CONSOLE_OP_FAILED (failed on chain, its user halted),
 //   CONSOLE_RESULT_CODE (that op's last result code), CONSOLE_OUTBOXCTL,
-//   CONSOLE_INSTANCE; CONSOLE_CHROMIUM overrides /usr/bin/chromium.
+//   CONSOLE_INSTANCE; CONSOLE_CHROMIUM overrides /usr/bin/chromium;
+//   CONSOLE_SCREENSHOTS=DIR saves the pages as PNGs there.
 // Every step waits for a condition (a selector, a text, numbers that agree)
 // with a generous deadline; nothing is timed against a limit. It prints one
 // JSON line: the page's weight (asserted under 100 KB: deterministic) and the
@@ -30,6 +31,10 @@ const RESULT_CODE = env('CONSOLE_RESULT_CODE');
 const OUTBOXCTL = env('CONSOLE_OUTBOXCTL');
 const INSTANCE = env('CONSOLE_INSTANCE');
 const CHROMIUM = process.env.CONSOLE_CHROMIUM || '/usr/bin/chromium';
+const SHOTS = process.env.CONSOLE_SCREENSHOTS; // a directory: PNGs of the pages, for a human
+const shot = async (page, name) => {
+  if (SHOTS) await page.screenshot({ path: join(SHOTS, name + '.png'), fullPage: true });
+};
 const WAIT = 120000; // a busy 2-core machine: generous, and never a measure
 const WEIGHT_MAX = 100 * 1024;
 const LOADS = 5;
@@ -152,6 +157,7 @@ async function run(browser) {
   await until('the key named in the header', async () => (await text(page, '#who')).startsWith('reader'));
   await overviewMatchesStats(page);
   const m = await measure(page);
+  await shot(page, 'overview');
   check(m.files.join(',') === '/,/console/console.css,/console/console.js', `page files: ${m.files}`);
   check(m.bytes < WEIGHT_MAX, `the page weighs ${m.bytes} bytes, over ${WEIGHT_MAX}`);
 
@@ -175,10 +181,11 @@ async function run(browser) {
     return ids.length === 1 && ids[0] === OP_FAILED;
   });
   await page.click(`#ops tr[data-id="${OP_FAILED}"] a`);
-  await page.waitForSelector(`#op-title[data-id="${OP_FAILED}"] ~ #attempts .result-code`, { timeout: WAIT });
+  await page.waitForSelector(`#op-title[data-id="${OP_FAILED}"] ~ .scroll #attempts .result-code`, { timeout: WAIT });
   check((await text(page, '#op-status')) === 'FAILED', 'the op is not shown FAILED');
   const codes = await page.$$eval('#attempts .result-code', (es) => es.map((e) => e.textContent.trim()));
   check(codes.includes(RESULT_CODE), `result codes ${codes} lack ${RESULT_CODE}`);
+  await shot(page, 'op-failed');
   check((await page.$('#btn-retry')) === null && (await page.$('#btn-cancel')) === null,
     'a read key is offered retry or cancel');
 
@@ -225,6 +232,7 @@ async function run(browser) {
   await until('the 409 reason', async () => (await text(page, '#action-result')).includes('(409)'));
   const reason = await text(page, '#action-result');
   check(/refused \(409\): .+/.test(reason), `cancel: ${reason}`);
+  await shot(page, 'op-cancel-refused');
 
   check(outside.length === 0, `requests outside the gateway: ${outside}`);
   check(cspErrors.length === 0, `errors on the page: ${cspErrors.join(' | ')}`);

@@ -14,7 +14,7 @@
 #include "tests/integration/gateway_harness.h"
 
 struct hdrs {
-	char csp[256], nosniff[32], referrer[32], type[64];
+	char csp[256], nosniff[32], referrer[32], frame[32], type[64];
 };
 
 static size_t on_hdr(char *p, size_t size, size_t n, void *arg)
@@ -29,6 +29,7 @@ static size_t on_hdr(char *p, size_t size, size_t n, void *arg)
 		{"Content-Security-Policy: ", h->csp, sizeof(h->csp)},
 		{"X-Content-Type-Options: ", h->nosniff, sizeof(h->nosniff)},
 		{"Referrer-Policy: ", h->referrer, sizeof(h->referrer)},
+		{"X-Frame-Options: ", h->frame, sizeof(h->frame)},
 		{"Content-Type: ", h->type, sizeof(h->type)},
 	};
 
@@ -83,6 +84,7 @@ static void check_headers(struct gw *g)
 					"frame-ancestors 'none'");
 		ck_assert_str_eq(h.nosniff, "nosniff");
 		ck_assert_str_eq(h.referrer, "no-referrer");
+		ck_assert_str_eq(h.frame, "DENY");
 		if (i == 0)
 			ck_assert_str_eq(h.type, "text/html; charset=utf-8");
 		if (i == 1)
@@ -103,6 +105,8 @@ static void check_overview_api(struct gw *g, const char *enqueue_key)
 	expect(g, "GET", "/api/console/overview", bearer(enqueue_key), NULL, 403);
 	expect(g, "GET", "/api/console/overview?x=1", bearer(g->key_read), NULL, 400);
 	expect(g, "POST", "/api/console/overview", bearer(g->key_read), "{}", 405);
+	expect(g, "POST", "/", NULL, "{}", 405);
+	expect(g, "GET", "/console/%2e%2e/console/console.js", NULL, NULL, 404);
 	r = req(g, "GET", "/api/console/overview", bearer(g->key_read), NULL);
 	ck_assert_int_eq(r.status, 200);
 	j = json_of(&r);
@@ -202,6 +206,38 @@ static void check_audit(struct gw *g, long long mark, long long confirmed, long 
 	ck_assert_int_eq(pgtest_scalar(g->f.c, where), 1);
 }
 
+/*
+ * The chart has the confirmed deposit: an interval with a NORMAL p50 and a
+ * confirmation rate, once the loop sampled after it (every 5 s); the totals
+ * count both decided ops.
+ */
+static void check_chart(struct gw *g)
+{
+	for (uint64_t end = ph_now_ms() + 60000;; ph_sleep_ms(500)) {
+		struct resp r = req(g, "GET", "/api/console/overview", bearer(g->key_read), NULL);
+		json_t *j = json_of(&r), *pt, *ops = json_object_get(j, "ops");
+		bool seen = false;
+		size_t i;
+
+		free(r.body);
+		ck_assert_int_eq(json_integer_value(json_object_get(ops, "confirmedTotal")), 1);
+		ck_assert_int_eq(json_integer_value(json_object_get(ops, "failedTotal")), 1);
+		json_array_foreach(json_object_get(j, "latency"), i, pt)
+		{
+			json_t *p50 = json_object_get(json_object_get(pt, "p50"), "NORMAL");
+
+			ck_assert(json_is_null(json_object_get(json_object_get(pt, "p50"), "LOW")));
+			if (json_is_real(p50) && json_real_value(p50) > 0 &&
+			    json_real_value(json_object_get(pt, "confirmedPerS")) > 0)
+				seen = true;
+		}
+		json_decref(j);
+		if (seen)
+			return;
+		ck_assert_msg(ph_now_ms() < end, "no chart point has the confirmed op");
+	}
+}
+
 START_TEST(test_console_in_chromium)
 {
 	struct gw g;
@@ -218,6 +254,7 @@ START_TEST(test_console_in_chromium)
 	mark = pgtest_scalar(g.f.c, "SELECT coalesce(max(id), 0) FROM outbox.audit_log");
 	run_browser(&g, key_write, confirmed, failed);
 	check_audit(&g, mark, confirmed, failed);
+	check_chart(&g);
 	check_executions(&g.f, false);
 	stop(&g.f);
 }

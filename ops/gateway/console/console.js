@@ -22,6 +22,8 @@
   let flash = ''; // what the last action did, shown by the op page it reloads
 
   const $ = (id) => document.getElementById(id);
+  // The view's new content; null and undefined are left out (replaceChildren would write "null").
+  const show = (...nodes) => $('view').replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined));
 
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
@@ -86,7 +88,7 @@
 
   function showLogin() {
     $('nav').hidden = true;
-    $('view').replaceChildren();
+    show();
     $('login-view').hidden = false;
     $('key').focus();
   }
@@ -134,7 +136,7 @@
     const done = (p) =>
       p.catch((e) => {
         if (!(e instanceof AuthError) && g === gen)
-          $('view').replaceChildren(el('p', { class: 'error' }, 'error: ' + e.message));
+          show(el('p', { class: 'error' }, 'error: ' + e.message));
       });
     if ((m = /^#\/op\/([1-9][0-9]{0,17})$/.exec(h))) return done(viewOp(g, m[1]));
     if (h === '#/ops' || h.startsWith('#/ops?')) return done(viewOps(g, h.slice(6)));
@@ -263,7 +265,7 @@
 
   function renderOverview(b) {
     const canvas = el('canvas', { id: 'latency', width: 800, height: 220 });
-    $('view').replaceChildren(el('h2', {}, 'Overview'),
+    show(el('h2', {}, 'Overview'),
       el('p', { class: 'muted' }, 'as of ', el('span', { id: 'ov-at' }, when(b.at)), ', every second'),
       el('div', { class: 'grid' }, depthCard(b.depth), opsCard(b.ops || {}), feeCard(b.fees)),
       el('div', { class: 'card' },
@@ -271,11 +273,12 @@
           b.sampleMs / 1000 + ' s, the last 5 minutes)'),
         el('div', { class: 'legend' }, PRIOS.map((p) => el('span', { class: p }, '━ ' + p))),
         canvas),
-      el('div', { class: 'grid' }, procCard(b.processes), heldCard(b.held || [])));
-    drawLatency(canvas, b.latency || []);
+      heldCard(b.held || []), procCard(b.processes));
+    // the server's clock, not the browser's: the points are stamped by the gateway
+    drawLatency(canvas, b.latency || [], Date.parse(b.at) || Date.now());
   }
 
-  function drawLatency(c, pts) {
+  function drawLatency(c, pts, now) {
     const ratio = window.devicePixelRatio || 1;
     const w = c.clientWidth || 800, h = c.clientHeight || 220;
     c.width = w * ratio;
@@ -286,7 +289,7 @@
     const color = { CRITICAL: css.getPropertyValue('--crit'), NORMAL: css.getPropertyValue('--norm'),
       LOW: css.getPropertyValue('--low') };
     const L = 48, R = 8, T = 8, B = 20;
-    const now = Date.now(), span = 5 * 60 * 1000;
+    const span = 5 * 60 * 1000;
     let max = 1;
     for (const p of pts) for (const k of PRIOS) if (p.p50[k] > max) max = p.p50[k];
     ctx.font = '11px system-ui, sans-serif';
@@ -317,6 +320,13 @@
         up = true;
       }
       ctx.stroke();
+      ctx.fillStyle = color[k]; // a dot per point: an interval alone still shows
+      for (const p of pts) {
+        if (p.p50[k] === null) continue;
+        ctx.beginPath();
+        ctx.arc(x(p.at), y(p.p50[k]), 2.5, 0, 2 * Math.PI);
+        ctx.fill();
+      }
     }
   }
 
@@ -352,7 +362,7 @@
     if (r.status !== 200) {
       body.push(el('p', { class: 'error' }, errorText(r.body, 'the list answered ' + r.status)));
     } else {
-      body.push(el('table', { id: 'ops' },
+      body.push(el('div', { class: 'scroll' }, el('table', { id: 'ops' },
         el('tr', {}, ['id', 'kind', 'priority', 'status', 'user', 'attempts', 'bumps', 'updated']
           .map((h) => el('th', {}, h))),
         r.body.items.map((o) => el('tr', { 'data-id': o.id },
@@ -360,7 +370,7 @@
           el('td', {}, o.kind), el('td', {}, o.priority),
           el('td', { class: 'status-' + o.status }, o.status), el('td', {}, o.userId),
           el('td', { class: 'num' }, String(o.attempts)), el('td', { class: 'num' }, String(o.feeBumps)),
-          el('td', {}, when(o.updatedAt))))));
+          el('td', {}, when(o.updatedAt)))))));
       if (!r.body.items.length) body.push(el('p', { class: 'muted' }, 'no op matches'));
       if (r.body.nextCursor) {
         const next = new URLSearchParams(args);
@@ -368,7 +378,7 @@
         body.push(el('p', {}, el('a', { id: 'next-page', href: '#/ops?' + next }, 'Older ops →')));
       }
     }
-    $('view').replaceChildren(...body);
+    show(...body);
   }
 
   // ---- one op ----
@@ -383,7 +393,7 @@
     if (g !== gen) return;
     setWho();
     if (r.status !== 200) {
-      $('view').replaceChildren(el('h2', {}, 'Op ' + id),
+      show(el('h2', {}, 'Op ' + id),
         el('p', { class: 'error' }, errorText(r.body, 'the op answered ' + r.status)));
       return;
     }
@@ -396,7 +406,7 @@
       if (g !== gen) return;
       why = w.status === 200 ? w.body.why : errorText(w.body, 'why answered ' + w.status);
     }
-    $('view').replaceChildren(
+    show(
       el('h2', { id: 'op-title', 'data-id': o.id }, 'Op ' + o.id + ' ',
         el('span', { id: 'op-status', class: 'status-' + o.status }, o.status)),
       why ? el('p', { class: 'why', id: 'why' }, why) : null,
@@ -412,7 +422,7 @@
         field('updated', when(o.updatedAt)), field('confirmed', when(o.confirmedAt)),
         field('next attempt', when(o.nextAttemptAt))),
       el('h3', {}, 'Attempts'),
-      el('table', { id: 'attempts' },
+      el('div', { class: 'scroll' }, el('table', { id: 'attempts' },
         el('tr', {}, ['#', 'bump', 'envelope hash', 'fee', 'sequence', 'outcome', 'result code',
           'submitted', 'ledger'].map((h) => el('th', {}, h))),
         r.body.attempts.map((a) => el('tr', {},
@@ -421,7 +431,7 @@
           el('td', { class: 'num' }, a.sourceSequence === null ? '–' : String(a.sourceSequence)),
           el('td', { class: 'outcome' }, a.outcome || 'undecided'),
           el('td', { class: 'result-code' }, a.resultCode || '–'),
-          el('td', {}, when(a.submittedAt)), el('td', {}, num(a.landedLedger))))),
+          el('td', {}, when(a.submittedAt)), el('td', {}, num(a.landedLedger)))))),
       el('h3', {}, 'Events'),
       el('table', { id: 'events' },
         el('tr', {}, ['seq', 'event', 'from', 'to', 'at'].map((h) => el('th', {}, h))),
