@@ -107,6 +107,7 @@ static enum MHD_Result respond(struct gateway *g, struct gw_req *r)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				r->content_type ? r->content_type : "application/json");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	gw_console_headers(resp);
 	if (r->status == 429) {
 		snprintf(ra, sizeof(ra), "%u", r->retry_after ? r->retry_after : 1);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
@@ -305,6 +306,13 @@ static enum MHD_Result finish(struct gateway *g, struct gw_req *r, const char *m
 	if (r->too_big && !r->audited) {
 		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes",
 			      GW_BODY_MAX);
+	} else if (r->route == R_CONSOLE || r->route == R_OVERVIEW) {
+		if (gw_console_request(g, r)) {
+			r->suspended = true;
+			MHD_suspend_connection(r->conn);
+			gw_submit(g, r);
+			return MHD_YES;
+		}
 	} else if (!r->audited) {
 		if (r->route == R_METRICS) {
 			if (!gw_metrics_depth_fresh(g, (int64_t)mono_ms())) {

@@ -161,7 +161,12 @@ static const struct route_def fixed[] = {
 	{"/api/v1/ops", R_ENQUEUE, "POST", true},
 	{"/api/admin/outbox", R_LIST, "GET", true},
 	{"/api/admin/outbox/stats", R_STATS, "GET", true},
+	{"/", R_CONSOLE, "GET", false},
+	{"/api/console/overview", R_OVERVIEW, "GET", false},
 };
+
+/* The console's files: console.c answers 404 for a name it does not embed. */
+static const struct route_def console_files = {"/console/", R_CONSOLE, "GET", false};
 
 static const struct route_def by_id[] = {
 	{"", R_GET, "GET", true},
@@ -192,6 +197,10 @@ void gw_route_find(const char *path, const char *method, struct gw_target *t)
 			target_set(t, &fixed[i], method);
 			return;
 		}
+	if (!strncmp(path, console_files.path, strlen(console_files.path))) {
+		target_set(t, &console_files, method);
+		return;
+	}
 	if (strncmp(path, ADMIN_PREFIX, strlen(ADMIN_PREFIX)))
 		return;
 	p = path + strlen(ADMIN_PREFIX);

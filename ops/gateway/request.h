@@ -41,6 +41,8 @@ enum gw_route {
 	R_WHY,
 	R_RETRY,
 	R_CANCEL,
+	R_CONSOLE,  /* / and /console/<file> */
+	R_OVERVIEW, /* /api/console/overview */
 };
 
 /* What the path and the method name. */

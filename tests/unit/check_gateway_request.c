@@ -138,6 +138,10 @@ START_TEST(test_routes)
 		{"/api/admin/other", "GET", R_NONE, false, true, false, 0},
 		{"/api/v1/ops/", "POST", R_NONE, false, false, false, 0},
 		{"", "GET", R_NONE, false, false, false, 0},
+		{"/", "GET", R_CONSOLE, true, false, false, 0},
+		{"/console/app.js", "GET", R_CONSOLE, true, false, false, 0},
+		{"/console/", "POST", R_CONSOLE, false, false, false, 0},
+		{"/api/console/overview", "GET", R_OVERVIEW, true, false, false, 0},
 	};
 	struct gw_target t;
 
