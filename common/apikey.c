@@ -55,7 +55,13 @@ int apikey_parse(const char *s, size_t n, char prefix[APIKEY_PREFIX_LEN + 1],
 
 void apikey_hash(const char *key, size_t n, uint8_t out[APIKEY_HASH_LEN])
 {
-	crypto_generichash(out, APIKEY_HASH_LEN, (const unsigned char *)key, n, NULL, 0);
+	crypto_generichash_state st;
+
+	/* the state buffers the key's bytes: wipe it, not just let the stack be reused */
+	crypto_generichash_init(&st, NULL, 0, APIKEY_HASH_LEN);
+	crypto_generichash_update(&st, (const unsigned char *)key, n);
+	crypto_generichash_final(&st, out, APIKEY_HASH_LEN);
+	sodium_memzero(&st, sizeof(st));
 }
 
 bool apikey_hash_equal(const uint8_t a[APIKEY_HASH_LEN], const uint8_t b[APIKEY_HASH_LEN])

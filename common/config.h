@@ -86,6 +86,9 @@ struct outbox_config {
 	char kafka_topic[256];                  /* OUTBOX_KAFKA_TOPIC */
 	char http_addr[256];                    /* OUTBOX_HTTP_ADDR ("off": no gateway) */
 	int64_t http_threads;                   /* OUTBOX_HTTP_THREADS */
+	int64_t http_timeout_s;                 /* OUTBOX_HTTP_TIMEOUT_S */
+	int64_t http_max_conns;                 /* OUTBOX_HTTP_MAX_CONNS */
+	int64_t http_max_conns_per_ip;          /* OUTBOX_HTTP_MAX_CONNS_PER_IP */
 	int64_t http_rate_limit;                /* OUTBOX_HTTP_RATE_LIMIT (reloadable) */
 	int64_t http_rate_burst;                /* OUTBOX_HTTP_RATE_BURST (reloadable) */
 	enum log_format log_format;             /* OUTBOX_LOG_FORMAT */

@@ -9,6 +9,11 @@ if(OUTBOX_FUZZ)
 		string(REGEX REPLACE "^fuzz_" "" short ${n})
 		add_executable(${n} ${src})
 		target_link_libraries(${n} PRIVATE ${OUTBOX_TEST_LIBS} m)
+		if(n STREQUAL fuzz_gateway_request)
+			# ops/gateway/request.c, the pure decoding (the rest of the
+			# gateway is not linked in: static archives give what is used)
+			target_link_libraries(${n} PRIVATE outbox_gateway)
+		endif()
 		target_link_options(${n} PRIVATE -fsanitize=fuzzer)
 		add_test(NAME ${n} COMMAND sh -c
 			"d=$(mktemp -d) && ./${n} -max_total_time=\${OUTBOX_FUZZ_SECONDS:-20} -rss_limit_mb=1024 -malloc_limit_mb=128 -timeout=5 -print_final_stats=1 \"$d\" ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/${short}; rc=$?; rm -rf \"$d\"; exit $rc")

@@ -111,129 +111,38 @@ void gw_api_refuse(struct gateway *g, struct gw_req *r, unsigned status, const c
 	r->resp = gw_http_error_json(code, NULL, message);
 }
 
-/* 400 naming the field: an audited refusal. */
-static int invalid(struct gateway *g, struct gw_req *r, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int invalid(struct gateway *g, struct gw_req *r, const char *field, const char *fmt, ...)
+/* 400 naming the field: an audited refusal (b from request.c, clean). */
+static int refuse_bad(struct gateway *g, struct gw_req *r, const struct gw_bad *b)
 {
-	char msg[400], full[480];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(full, sizeof(full), "%s: %s", field, msg);
-	gw_api_refuse(g, r, 400, "invalid", full);
+	gw_api_refuse(g, r, 400, "invalid", b->msg);
 	free(r->resp);
-	r->resp = gw_http_error_json("invalid", field, full);
+	r->resp = gw_http_error_json("invalid", b->field[0] ? b->field : NULL, b->msg);
 	return 1;
 }
 
 /* ---- GET /api/admin/outbox: the query ---- */
 
-struct list_q {
-	const char *v[6]; /* status, kind, priority, userId, cursor, limit */
-	const char *bad;  /* an unknown or repeated argument */
-	bool dup;
-};
-
-static const char *const list_args[6] = {"status", "kind", "priority", "userId", "cursor", "limit"};
-
 static enum MHD_Result list_arg(void *cls, enum MHD_ValueKind kind, const char *key,
 				const char *value)
 {
-	struct list_q *q = cls;
-
 	(void)kind;
-	for (int i = 0; i < 6; i++)
-		if (!strcmp(key, list_args[i])) {
-			if (q->v[i] && !q->bad) {
-				q->bad = key;
-				q->dup = true;
-			}
-			q->v[i] = value ? value : "";
-			return MHD_YES;
-		}
-	if (!q->bad)
-		q->bad = key;
+	gw_list_arg(cls, key, value);
 	return MHD_YES;
-}
-
-static bool one_of(const char *v, const char *const *set)
-{
-	for (; *set; set++)
-		if (!strcmp(v, *set))
-			return true;
-	return false;
-}
-
-static const char *const statuses[] = {"PENDING",   "SUBMITTED", "CONFIRMED", "FAILED",
-				       "CANCELLED", "HELD",      NULL};
-static const char *const kinds[] = {"DEPOSIT", "WITHDRAW", "REBALANCE", "REFERRAL_REWARD", NULL};
-static const char *const prios[] = {"CRITICAL", "NORMAL", "LOW", NULL};
-
-static bool printable_ident(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > max)
-		return false;
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return false;
-	return true;
-}
-
-static int list_check(struct gateway *g, struct gw_req *r, struct list_q *q, int64_t *cursor,
-		      int64_t *limit)
-{
-	char *end;
-
-	if (q->bad)
-		return invalid(g, r, q->bad,
-			       q->dup ? "is given twice"
-				      : "is not a filter of this "
-					"route (status, kind, priority, userId, cursor, limit)");
-	if (q->v[0] && !one_of(q->v[0], statuses))
-		return invalid(g, r, "status",
-			       "'%.40s' is not one of PENDING, SUBMITTED, "
-			       "CONFIRMED, FAILED, CANCELLED, HELD",
-			       q->v[0]);
-	if (q->v[1] && !one_of(q->v[1], kinds))
-		return invalid(g, r, "kind",
-			       "'%.40s' is not one of DEPOSIT, WITHDRAW, REBALANCE, "
-			       "REFERRAL_REWARD",
-			       q->v[1]);
-	if (q->v[2] && !one_of(q->v[2], prios))
-		return invalid(g, r, "priority", "'%.40s' is not one of CRITICAL, NORMAL, LOW",
-			       q->v[2]);
-	if (q->v[3] && !printable_ident(q->v[3], 128))
-		return invalid(g, r, "userId",
-			       "is not 1..128 characters without control characters");
-	*cursor = 0;
-	if (q->v[4] && ((*cursor = strtoll(q->v[4], &end, 10)) <= 0 || *end || !*q->v[4] ||
-			strlen(q->v[4]) > 18))
-		return invalid(g, r, "cursor", "is not a cursor this API returned");
-	*limit = GW_PAGE_DEFAULT;
-	if (q->v[5] && ((*limit = strtoll(q->v[5], &end, 10)) < 1 || *limit > GW_PAGE_MAX || *end ||
-			!*q->v[5] || strlen(q->v[5]) > 4))
-		return invalid(g, r, "limit", "is not an integer in 1..%d", GW_PAGE_MAX);
-	return 0;
 }
 
 static int route_list(struct gateway *g, struct gw_req *r)
 {
-	struct list_q q = {0};
-	int64_t cursor = 0, limit = GW_PAGE_DEFAULT;
+	struct gw_list_q q = {0};
+	struct gw_bad bad;
 	json_t *query;
 
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, list_arg, &q);
-	if (list_check(g, r, &q, &cursor, &limit))
-		return 1;
+	if (gw_list_check(&q, &bad))
+		return refuse_bad(g, r, &bad);
 	query = json_object();
-	for (int i = 0; i < 6; i++)
-		if (q.v[i])
-			json_object_set_new(query, list_args[i], json_string(q.v[i]));
+	for (int i = 0; i < GW_Q_N; i++)
+		if (q.v[i]) /* checked: valid UTF-8 */
+			json_object_set_new(query, gw_list_args[i], json_string(q.v[i]));
 	job_begin(r,
 		  "SELECT http, body::text FROM outbox.api_list($1::bigint, $2, $3::jsonb, $4, $5, "
 		  "$6, $7, $8::bigint, $9::int)",
@@ -247,11 +156,11 @@ static int route_list(struct gateway *g, struct gw_req *r)
 	}
 	for (int i = 0; i < 4; i++)
 		param(r, q.v[i]);
-	if (cursor)
-		param_i64(r, cursor);
+	if (q.cursor)
+		param_i64(r, q.cursor);
 	else
 		param(r, NULL);
-	param_i64(r, limit);
+	param_i64(r, q.limit);
 	return 1;
 }
 
@@ -267,160 +176,66 @@ static enum MHD_Result first_arg(void *cls, enum MHD_ValueKind kind, const char 
 static int no_query(struct gateway *g, struct gw_req *r)
 {
 	const char *key = NULL;
+	struct gw_bad bad;
 
 	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, first_arg, &key);
 	if (key)
-		return invalid(g, r, key, "is not an argument of this route");
+		return gw_bad_set(&bad, key, "is not an argument of this route"),
+		       refuse_bad(g, r, &bad);
 	return 0;
 }
 
 /* ---- POST bodies ---- */
 
-/* The body as a JSON object (an empty body is {}), or 400. */
-static json_t *body_object(struct gateway *g, struct gw_req *r)
-{
-	json_error_t e;
-	json_t *j;
-
-	if (!r->body_len)
-		return json_object();
-	j = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &e);
-	if (!j) {
-		invalid(g, r, "body", "malformed JSON at line %d column %d: %.100s", e.line,
-			e.column, e.text);
-		return NULL;
-	}
-	if (!json_is_object(j)) {
-		json_decref(j);
-		invalid(g, r, "body", "is not a JSON object");
-		return NULL;
-	}
-	return j;
-}
-
-struct field {
-	const char *name;
-	json_type type; /* JSON_STRING, JSON_OBJECT, JSON_TRUE (boolean), JSON_INTEGER */
-	bool required, nullable;
-};
-
-static const struct field enqueue_fields[] = {
-	{"kind", JSON_STRING, true, false},
-	{"userId", JSON_STRING, true, false},
-	{"businessRecordId", JSON_STRING, false, true},
-	{"signer", JSON_STRING, true, false},
-	{"payload", JSON_OBJECT, true, false},
-	{"priority", JSON_STRING, false, true},
-	{"wait", JSON_TRUE, false, false},
-	{"waitTimeoutMs", JSON_INTEGER, false, false},
-};
-#define N_ENQUEUE_FIELDS (sizeof(enqueue_fields) / sizeof(enqueue_fields[0]))
-
-static const char *type_name(json_type t)
-{
-	switch (t) {
-	case JSON_STRING:
-		return "a string";
-	case JSON_OBJECT:
-		return "a JSON object";
-	case JSON_TRUE:
-		return "true or false";
-	default:
-		return "an integer";
-	}
-}
-
-static bool type_ok(const json_t *v, const struct field *f)
-{
-	if (json_is_null(v))
-		return f->nullable;
-	if (f->type == JSON_TRUE)
-		return json_is_boolean(v);
-	if (f->type == JSON_STRING)
-		return json_is_string(v) && json_string_length(v) <= 1024;
-	return json_typeof(v) == f->type;
-}
-
-/* Every field known, of its type, the required ones there. */
-static int fields_check(struct gateway *g, struct gw_req *r, json_t *body, const struct field *fs,
-			size_t n)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach(body, key, v)
-	{
-		size_t i = 0;
-
-		while (i < n && strcmp(fs[i].name, key))
-			i++;
-		if (i == n)
-			return invalid(g, r, key, "is not a field of this route");
-		if (!type_ok(v, &fs[i]))
-			return invalid(g, r, key, "must be %s%s", type_name(fs[i].type),
-				       fs[i].type == JSON_STRING ? " of at most 1024 bytes" : "");
-	}
-	for (size_t i = 0; i < n; i++)
-		if (fs[i].required && !json_object_get(body, fs[i].name))
-			return invalid(g, r, fs[i].name, "is missing");
-	return 0;
-}
-
-static const char *str_or_null(json_t *body, const char *k)
-{
-	json_t *v = json_object_get(body, k);
-
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static int route_enqueue(struct gateway *g, struct gw_req *r)
 {
-	json_t *body = body_object(g, r), *t;
+	struct gw_bad bad;
+	struct gw_enqueue e;
+	json_t *body = gw_body_object(r->body, r->body_len, &bad);
 
 	if (!body)
-		return 1;
-	if (fields_check(g, r, body, enqueue_fields, N_ENQUEUE_FIELDS)) {
+		return refuse_bad(g, r, &bad);
+	if (gw_enqueue_check(body, &e, &bad)) {
 		json_decref(body);
-		return 1;
+		return refuse_bad(g, r, &bad);
 	}
-	r->wait = json_is_true(json_object_get(body, "wait"));
-	t = json_object_get(body, "waitTimeoutMs");
-	if (t && (json_integer_value(t) < 1 || json_integer_value(t) > GW_WAIT_MAX_MS)) {
-		json_decref(body);
-		return invalid(g, r, "waitTimeoutMs", "is not in 1..%d", GW_WAIT_MAX_MS);
-	}
-	r->wait_deadline_ms = (int64_t)mono_ms() + (t ? json_integer_value(t) : GW_WAIT_DEFAULT_MS);
+	r->wait = e.wait;
+	r->wait_deadline_ms =
+		(int64_t)mono_ms() + (e.timeout_ms ? e.timeout_ms : GW_WAIT_DEFAULT_MS);
 	job_begin(r,
 		  "SELECT http, body::text FROM outbox.api_enqueue($1::bigint, $2, $3::jsonb, $4, "
 		  "$5, $6, $7, $8::jsonb, $9)",
 		  body);
-	param(r, str_or_null(body, "kind"));
-	param(r, str_or_null(body, "userId"));
-	param(r, str_or_null(body, "businessRecordId"));
-	param(r, str_or_null(body, "signer"));
-	param_json(r, json_object_get(body, "payload"));
-	param(r, str_or_null(body, "priority"));
+	param(r, e.kind);
+	param(r, e.user_id);
+	param(r, e.record_id);
+	param(r, e.signer);
+	param_json(r, e.payload);
+	param(r, e.priority);
 	json_decref(body);
 	return 1;
 }
 
 static int route_admin(struct gateway *g, struct gw_req *r, const char *action)
 {
-	json_t *body = body_object(g, r);
+	struct gw_bad bad;
+	json_t *body = gw_body_object(r->body, r->body_len, &bad);
 
 	if (!body)
-		return 1;
-	if (fields_check(g, r, body, NULL, 0) || no_query(g, r)) {
+		return refuse_bad(g, r, &bad);
+	if (gw_admin_check(body, &bad)) {
 		json_decref(body);
-		return 1;
+		return refuse_bad(g, r, &bad);
 	}
+	json_decref(body);
+	if (no_query(g, r))
+		return 1;
 	job_begin(r,
 		  "SELECT http, body::text FROM outbox.api_admin($1::bigint, $2, $3::jsonb, $4, "
 		  "$5::bigint)",
 		  NULL);
 	param(r, action);
 	param_i64(r, r->op_id);
-	json_decref(body);
 	return 1;
 }
 
@@ -441,8 +256,12 @@ int gw_api_dispatch(struct gateway *g, struct gw_req *r, unsigned scopes)
 	default:
 		break;
 	}
-	if (r->body_len)
-		return invalid(g, r, "body", "this route takes no body");
+	if (r->body_len) {
+		struct gw_bad bad;
+
+		gw_bad_set(&bad, "body", "this route takes no body");
+		return refuse_bad(g, r, &bad);
+	}
 	if (no_query(g, r))
 		return 1;
 	if (r->route == R_STATS) {
@@ -510,6 +329,10 @@ void gw_api_on_result(struct gateway *g, struct gw_req *r, PGresult *res)
 	json_t *body;
 	unsigned http;
 
+	if (r->route == R_OVERVIEW) {
+		gw_console_on_result(g, r, res);
+		return;
+	}
 	if (!res) {
 		gw_http_error(g, r, 503, "unavailable", NULL,
 			      "the database connection was lost during the call%s",

@@ -5,14 +5,20 @@
  *	                hand-off from the HTTP threads, drain
  *	http.c          libmicrohttpd (epoll, a thread pool): a request's life,
  *	                routes, limits, errors, suspend and resume
+ *	request.c       the pure decoding: routes, ids, the Authorization
+ *	                header's form, list filters, JSON bodies (request.h)
  *	api.c           the admin endpoints and the enqueue: input checks, the
  *	                SQL call (schema/0010_gateway.sql), the answer
  *	jobs.c          the PostgreSQL side on the loop: connections, LISTEN,
  *	                jobs from the HTTP threads, synchronous enqueues
  *	keys.c          the API-key cache (urcu-memb RCU) and authentication
  *	ratelimit.c     the per-client token buckets (cds_lfht)
+ *	conns.c         the open connections: a request's deadline
  *	metrics.c       GET /metrics
  *	conditions.c    GET /api/v1/network/conditions, ETA bands, fee estimates
+ *	console.c       the web console: its embedded files, GET
+ *	                /api/console/overview, the security headers
+ *	console_chart.c the overview's chart and rates (pure)
  *
  * Threads: the loop thread owns every PostgreSQL connection and everything
  * that changes; the HTTP threads read what it publishes through RCU
@@ -32,6 +38,7 @@
 #include "common/loop.h"
 #include "common/pgq.h"
 #include "common/shm/stats.h"
+#include "ops/gateway/request.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -40,32 +47,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GW_TICK_MS         100    /* the loop's longest sleep: the heartbeat */
-#define GW_API_CONNS       3      /* PostgreSQL connections for API calls */
-#define GW_BODY_MAX        16384  /* a request body longer than this is 413 */
-#define GW_KEYS_REFRESH_MS 10000  /* key cache reload besides NOTIFY outbox_keys */
-#define GW_DEPTH_MAX_AGE   2000   /* /metrics re-reads queue depth when older */
-#define GW_WAIT_DEFAULT_MS 30000  /* "wait": true without waitTimeoutMs */
-#define GW_WAIT_MAX_MS     120000 /* waitTimeoutMs at most */
-#define GW_WAITERS_MAX     4096   /* synchronous enqueues waiting at once */
-#define GW_STMT_TIMEOUT_MS 5000   /* statement_timeout of the API connections */
-#define GW_PAGE_DEFAULT    50     /* list page size without limit */
-#define GW_PAGE_MAX        500    /* the hard page limit */
-
-enum gw_route {
-	R_NONE,
-	R_HEALTHZ,
-	R_READYZ,
-	R_METRICS,
-	R_CONDITIONS,
-	R_ENQUEUE,
-	R_LIST,
-	R_STATS,
-	R_GET,
-	R_WHY,
-	R_RETRY,
-	R_CANCEL,
-};
+#define GW_TICK_MS         100   /* the loop's longest sleep: the heartbeat */
+#define GW_API_CONNS       3     /* PostgreSQL connections for API calls */
+#define GW_KEYS_REFRESH_MS 10000 /* key cache reload besides NOTIFY outbox_keys */
+#define GW_DEPTH_MAX_AGE   2000  /* /metrics re-reads queue depth when older */
+#define GW_WAIT_DEFAULT_MS 30000 /* "wait": true without waitTimeoutMs */
+#define GW_WAITERS_MAX     4096  /* synchronous enqueues waiting at once */
+#define GW_STMT_TIMEOUT_MS 5000  /* statement_timeout of the API connections */
+#define GW_CONN_MEMORY     65536 /* MHD's buffer per connection: request line + headers fit */
 
 /* What a request's job asks of the loop. */
 enum gw_job_kind {
@@ -95,6 +84,7 @@ struct gw_req {
 	int64_t key_id; /* 0: none */
 	char actor[80];
 	char key_prefix[APIKEY_PREFIX_LEN + 1];
+	unsigned scopes; /* the overview's: what the console may offer */
 	/* the job */
 	enum gw_job_kind job;
 	char *sql;
@@ -112,7 +102,8 @@ struct gw_req {
 	const char *content_type; /* NULL: JSON */
 };
 
-struct key_set; /* keys.c */
+struct gw_conns; /* conns.c */
+struct key_set;  /* keys.c */
 struct gw_depth;
 struct gw_eta;
 struct gw_limiter;
@@ -124,6 +115,7 @@ struct gateway {
 	struct shm_stats_block *stats;
 	struct MHD_Daemon *mhd;
 	struct gw_limiter *limiter;
+	struct gw_conns *conns; /* the open connections and their request deadline */
 
 	/* published to the HTTP threads (RCU pointers; NULL until first loaded) */
 	struct key_set *keys;
@@ -147,7 +139,8 @@ struct gateway {
 	struct gw_req *metrics_waiting; /* /metrics waiting for the depth */
 	bool depth_busy, keys_busy, waiters_busy, gw_keys_loaded;
 	int64_t keys_at_ms, depth_at_ms, waiters_at_ms, eta_at_ms;
-	void *eta_ring; /* conditions.c's samples */
+	void *eta_ring;     /* conditions.c's samples */
+	void *console_ring; /* console.c's samples */
 };
 
 /* ---- http.c ---- */
@@ -157,10 +150,21 @@ void gw_http_stop(struct gateway *g);
 void gw_http_answer(struct gateway *g, struct gw_req *r, unsigned status, char *resp);
 void gw_http_error(struct gateway *g, struct gw_req *r, unsigned status, const char *code,
 		   const char *field, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* "{"error": ...}" as a malloc'd string */
-char *gw_http_error_json(const char *code, const char *field, const char *message);
 /* The "request" column of an audit row (method, path, client, key prefix, body). */
 json_t *gw_http_request_json(const struct gw_req *r, json_t *body);
+
+/* ---- conns.c ---- */
+struct gw_conns *gw_conns_new(int64_t deadline_ms);
+/* After MHD_stop_daemon. */
+void gw_conns_free(struct gw_conns *cs);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls: the gw_conns). */
+void gw_conns_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+		     enum MHD_ConnectionNotificationCode code);
+/* HTTP threads: the request arrived whole / is over (the next one's wait starts). */
+void gw_conns_received(struct MHD_Connection *mc);
+void gw_conns_next(struct MHD_Connection *mc);
+/* Loop thread: shut down the connections whose request is late. */
+void gw_conns_tick(struct gw_conns *cs, int64_t now_ms);
 
 /* ---- api.c (HTTP threads) ---- */
 /* Route r after authentication: answer it, or set up its job (returns 1). */
@@ -187,7 +191,6 @@ void gw_submit(struct gateway *g, struct gw_req *r);
 void gw_jobs_wait(struct gateway *g, struct gw_req *r);
 
 /* ---- keys.c ---- */
-enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_MALFORMED, AUTH_UNKNOWN, AUTH_REVOKED };
 /* The Authorization header -> who (r->key_id, actor, key_prefix) and scopes. */
 enum auth_result gw_keys_auth(struct gateway *g, struct gw_req *r, const char *header,
 			      unsigned *scopes);
@@ -223,5 +226,31 @@ void gw_conditions_free(struct gateway *g);
 void gw_conditions_estimate(struct gateway *g, int priority, uint64_t *fee, double *eta_s);
 /* {"congestion", "latestLedger", "closeTime", "inFlight", "maxInFlight", "lowMaxDeferMs"} */
 char *gw_conditions_why_facts(struct gateway *g);
+
+/* The latency histograms of confirmed ops by priority, summed over processes. */
+void gw_latency_sample(struct gateway *g, uint64_t out[3][SHM_HIST_BUCKETS]);
+/* The q-quantile in seconds of non-cumulative latency buckets; < 0 when empty. */
+double gw_latency_quantile(const uint64_t *b, double q);
+
+/* ---- console.c ---- */
+struct gw_asset {
+	const char *path; /* /console/<file> */
+	const char *type; /* Content-Type */
+	const char *data; /* text, no NUL inside */
+	size_t len;
+};
+/* Generated by console/embed.cmake from ops/gateway/console/. */
+extern const struct gw_asset gw_console_assets[];
+extern const size_t gw_console_assets_count;
+
+/* CSP, nosniff, no-referrer, no framing: added to every answer. */
+void gw_console_headers(struct MHD_Response *resp);
+/* A console route (HTTP thread): answered, or true when it has a job for the loop. */
+bool gw_console_request(struct gateway *g, struct gw_req *r);
+/* The overview's statement answered (loop thread). */
+void gw_console_on_result(struct gateway *g, struct gw_req *r, PGresult *res);
+/* Sample the counters and latency histograms for the chart (loop thread). */
+void gw_console_tick(struct gateway *g, int64_t now_ms);
+void gw_console_free(struct gateway *g);
 
 #endif

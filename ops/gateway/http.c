@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,17 +34,6 @@
 static void count(struct gateway *g, enum shm_counter_id id)
 {
 	atomic_fetch_add_explicit(&g->stats->counter[id], 1, memory_order_relaxed);
-}
-
-char *gw_http_error_json(const char *code, const char *field, const char *message)
-{
-	json_t *e = json_pack("{s:s, s:s}", "code", code, "message", message);
-	char *s;
-
-	if (e && field)
-		json_object_set_new(e, "field", json_string(field));
-	s = e ? json_dumps(json_pack("{s:o}", "error", e), JSON_COMPACT) : NULL;
-	return s;
 }
 
 void gw_http_answer(struct gateway *g, struct gw_req *r, unsigned status, char *resp)
@@ -85,77 +75,6 @@ json_t *gw_http_request_json(const struct gw_req *r, json_t *body)
 	return j;
 }
 
-/* ---- routes ---- */
-
-/* A positive decimal id of at most 18 digits; -1 otherwise. */
-static int64_t parse_id(const char *s, size_t n)
-{
-	int64_t v = 0;
-
-	if (n == 0 || n > 18 || s[0] == '0')
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v;
-}
-
-struct route_def {
-	const char *path; /* exact, or the suffix after /api/admin/outbox/<id> */
-	enum gw_route route;
-	const char *method;
-	bool audited;
-};
-
-static const struct route_def fixed[] = {
-	{"/healthz", R_HEALTHZ, "GET", false},
-	{"/readyz", R_READYZ, "GET", false},
-	{"/metrics", R_METRICS, "GET", false},
-	{"/api/v1/network/conditions", R_CONDITIONS, "GET", false},
-	{"/api/v1/ops", R_ENQUEUE, "POST", true},
-	{"/api/admin/outbox", R_LIST, "GET", true},
-	{"/api/admin/outbox/stats", R_STATS, "GET", true},
-};
-
-static const struct route_def by_id[] = {
-	{"", R_GET, "GET", true},
-	{"/why", R_WHY, "GET", true},
-	{"/retry", R_RETRY, "POST", true},
-	{"/cancel", R_CANCEL, "POST", true},
-};
-
-#define ADMIN_PREFIX "/api/admin/outbox/"
-
-/* The route of path; *method_ok says whether method is its method. */
-static const struct route_def *route_find(struct gw_req *r, const char *method, bool *method_ok,
-					  bool *bad_id)
-{
-	const char *p = r->path, *rest;
-	size_t n;
-
-	*bad_id = false;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (!strcmp(p, fixed[i].path)) {
-			*method_ok = !strcmp(method, fixed[i].method);
-			return &fixed[i];
-		}
-	if (strncmp(p, ADMIN_PREFIX, strlen(ADMIN_PREFIX)))
-		return NULL;
-	p += strlen(ADMIN_PREFIX);
-	n = strcspn(p, "/");
-	rest = p + n;
-	for (size_t i = 0; i < sizeof(by_id) / sizeof(by_id[0]); i++)
-		if (!strcmp(rest, by_id[i].path)) {
-			r->op_id = parse_id(p, n);
-			*bad_id = r->op_id < 0;
-			*method_ok = !strcmp(method, by_id[i].method);
-			return &by_id[i];
-		}
-	return NULL;
-}
-
 /* ---- answers ---- */
 
 static void count_answer(struct gateway *g, unsigned status)
@@ -188,16 +107,13 @@ static enum MHD_Result respond(struct gateway *g, struct gw_req *r)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				r->content_type ? r->content_type : "application/json");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	gw_console_headers(resp);
 	if (r->status == 429) {
 		snprintf(ra, sizeof(ra), "%u", r->retry_after ? r->retry_after : 1);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
 	}
 	if (r->status == 405)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-					r->route == R_ENQUEUE || r->route == R_RETRY ||
-							r->route == R_CANCEL
-						? "POST"
-						: "GET");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, gw_route_method(r->route));
 	count_answer(g, r->status);
 	rc = MHD_queue_response(r->conn, r->status, resp);
 	MHD_destroy_response(resp);
@@ -228,25 +144,25 @@ static bool early_refusal(struct gateway *g, struct gw_req *r, const char *metho
 {
 	const char *cl;
 	unsigned wait = sa ? gw_limiter_take(g->limiter, sa, (int64_t)mono_ms()) : 0;
-	bool method_ok = false, bad_id;
-	const struct route_def *d = route_find(r, method, &method_ok, &bad_id);
+	struct gw_target t;
 
-	r->route = d ? d->route : R_NONE;
-	r->audited = d ? d->audited : !strncmp(r->path, "/api/admin/", 11);
+	gw_route_find(r->path, method, &t);
+	r->route = t.route;
+	r->audited = t.audited;
 	if (wait) {
 		r->retry_after = wait;
 		gw_http_error(g, r, 429, "rate_limited", NULL,
 			      "too many requests from %s: retry after %u s", r->client, wait);
 	} else if (atomic_load(&g->draining)) {
 		gw_http_error(g, r, 503, "shutting_down", NULL, "outboxd is stopping");
-	} else if (!d && !r->audited) {
+	} else if (t.route == R_NONE && !r->audited) {
 		gw_http_error(g, r, 404, "not_found", NULL, "no route %s", r->path);
-	} else if (d && !method_ok && !r->audited) {
-		gw_http_error(g, r, 405, "method_not_allowed", NULL, "%s %s: use %s", method,
-			      r->path, d->method);
+	} else if (t.route != R_NONE && !t.method_ok && !r->audited) {
+		gw_http_error(g, r, 405, "method_not_allowed", NULL, "%s %s: use %s", r->method,
+			      r->path, t.method);
 	} else if ((cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH)) &&
-		   strtoull(cl, NULL, 10) > GW_BODY_MAX) {
+		   gw_content_length_too_big(cl)) {
 		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes",
 			      GW_BODY_MAX);
 	}
@@ -264,11 +180,9 @@ static enum MHD_Result begin(struct gateway *g, struct MHD_Connection *c, const 
 	gw_rcu_thread();
 	r->g = g;
 	r->conn = c;
-	snprintf(r->method, sizeof(r->method), "%s", method);
-	if (strlen(url) >= sizeof(r->path))
-		snprintf(r->path, sizeof(r->path), "%.200s...", url);
-	else
-		snprintf(r->path, sizeof(r->path), "%s", url);
+	/* echoed in answers, logs and audit rows: bounded, valid UTF-8 */
+	gw_text_echo(r->method, sizeof(r->method), method, sizeof(r->method) - 1);
+	gw_text_echo(r->path, sizeof(r->path), url, 200);
 	client_name(c, r->client, sizeof(r->client), &sa);
 	*con_cls = r;
 	/* answered at once: MHD sends it without reading a body it was not asked for */
@@ -340,28 +254,45 @@ static const char *const auth_msgs[] = {
 	[AUTH_REVOKED] = "the API key is revoked",
 };
 
+/*
+ * The Authorization header's value lies in libmicrohttpd's read buffer of
+ * the connection until the connection closes: once the key is hashed (or
+ * the request is over), overwrite it, so that an API key lingers in no
+ * memory of this process (a core dump, a reused buffer).
+ */
+static void wipe_authorization(struct MHD_Connection *c)
+{
+	const char *v =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (v)
+		sodium_memzero((char *)v, strlen(v));
+}
+
 /* Authenticate, authorise and check an audited request; true when it has a job. */
 static bool audited_route(struct gateway *g, struct gw_req *r, const char *method)
 {
-	bool method_ok = false, bad_id;
-	const struct route_def *d = route_find(r, method, &method_ok, &bad_id);
+	struct gw_target t;
 	unsigned scopes = 0;
 	enum auth_result a;
 
+	gw_route_find(r->path, method, &t);
+	r->op_id = t.op_id;
 	a = gw_keys_auth(g, r,
 			 MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_AUTHORIZATION),
 			 &scopes);
-	if (!d)
+	wipe_authorization(r->conn);
+	if (t.route == R_NONE)
 		gw_api_refuse(g, r, 404, "not_found", "no such route");
-	else if (!method_ok)
+	else if (!t.method_ok)
 		gw_api_refuse(g, r, 405, "method_not_allowed", "wrong method for this route");
 	else if (a != AUTH_OK)
 		gw_api_refuse(g, r, 401, "unauthorized", auth_msgs[a]);
 	else if (!scope_ok(r->route, scopes))
 		gw_api_refuse(g, r, 403, "forbidden",
 			      "the API key lacks the scope this route needs");
-	else if (bad_id)
+	else if (t.bad_id)
 		gw_api_refuse(g, r, 400, "invalid", "id: not a positive integer op id");
 	else if (r->too_big)
 		gw_api_refuse(g, r, 413, "too_large", "the body is too large");
@@ -375,6 +306,13 @@ static enum MHD_Result finish(struct gateway *g, struct gw_req *r, const char *m
 	if (r->too_big && !r->audited) {
 		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes",
 			      GW_BODY_MAX);
+	} else if (r->route == R_CONSOLE || r->route == R_OVERVIEW) {
+		if (gw_console_request(g, r)) {
+			r->suspended = true;
+			MHD_suspend_connection(r->conn);
+			gw_submit(g, r);
+			return MHD_YES;
+		}
 	} else if (!r->audited) {
 		if (r->route == R_METRICS) {
 			if (!gw_metrics_depth_fresh(g, (int64_t)mono_ms())) {
@@ -418,6 +356,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return r->answered ? MHD_YES : take_body(r, upload, n);
 	}
+	gw_conns_received(c); /* whole: its deadline no longer runs */
 	if (r->answered)
 		return respond(g, r);
 	return finish(g, r, method);
@@ -428,7 +367,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct gw_req *r = *con_cls;
 
-	(void)cls, (void)c, (void)why;
+	(void)cls, (void)why;
+	wipe_authorization(c);
+	gw_conns_next(c);
 	if (!r)
 		return;
 	gw_api_job_clear(r);
@@ -438,13 +379,48 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
+/*
+ * libmicrohttpd logs a line per refused connection: an attacker could
+ * write the log. At most MHD_LOG_BURST lines per MHD_LOG_PERIOD_MS pass;
+ * the rest are counted, and the count is logged with the next period.
+ */
+#define MHD_LOG_BURST     10
+#define MHD_LOG_PERIOD_MS 10000
+
+static pthread_mutex_t mhd_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t mhd_log_since;
+static unsigned mhd_log_lines;
+static unsigned long mhd_log_dropped;
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	int64_t now = (int64_t)mono_ms();
+	unsigned long dropped = 0;
+	bool pass;
 	char msg[256];
 
 	(void)cls;
+	pthread_mutex_lock(&mhd_log_lock);
+	if (now - mhd_log_since >= MHD_LOG_PERIOD_MS) {
+		dropped = mhd_log_dropped;
+		mhd_log_dropped = 0;
+		mhd_log_lines = 0;
+		mhd_log_since = now;
+	}
+	pass = mhd_log_lines < MHD_LOG_BURST;
+	if (pass)
+		mhd_log_lines++;
+	else
+		mhd_log_dropped++;
+	pthread_mutex_unlock(&mhd_log_lock);
+	if (dropped)
+		log_warn("http: %lu more libmicrohttpd messages in the last %d s not logged",
+			 dropped, MHD_LOG_PERIOD_MS / 1000);
+	if (!pass)
+		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
+	gw_text_clean(msg); /* it may quote a request's URL */
 	log_warn("http: %s", msg);
 }
 
@@ -493,14 +469,18 @@ int gw_http_start(struct gateway *g)
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	g->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, g, MHD_OPTION_EXTERNAL_LOGGER,
-				  mhd_log, g, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)512,
-				  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, g, MHD_OPTION_END);
+	if (!(g->conns = gw_conns_new(cfg->http_timeout_s * 1000)))
+		return -ENOMEM;
+	g->mhd = MHD_start_daemon(
+		flags, 0, NULL, NULL, on_request, g, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, g,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+		(unsigned)cfg->http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)cfg->http_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)GW_CONN_MEMORY, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_conns,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_max_conns_per_ip,
+		MHD_OPTION_NOTIFY_CONNECTION, gw_conns_notify, g->conns,
+		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, g, MHD_OPTION_END);
 	if (!g->mhd) {
 		log_err("http: cannot listen on %s", cfg->http_addr);
 		return -EADDRINUSE;
@@ -516,4 +496,6 @@ void gw_http_stop(struct gateway *g)
 	if (g->mhd)
 		MHD_stop_daemon(g->mhd);
 	g->mhd = NULL;
+	gw_conns_free(g->conns);
+	g->conns = NULL;
 }

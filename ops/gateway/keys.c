@@ -156,13 +156,9 @@ enum auth_result gw_keys_auth(struct gateway *g, struct gw_req *r, const char *h
 	const char *key;
 
 	*scopes = 0;
-	if (!header || !*header)
-		return AUTH_MISSING;
-	if (strncasecmp(header, "Bearer ", 7))
-		return AUTH_MALFORMED;
-	key = header + 7;
-	if (apikey_parse(key, strlen(key), r->key_prefix, NULL))
-		return AUTH_MALFORMED;
+	a = gw_auth_parse(header, r->key_prefix, &key);
+	if (a != AUTH_OK)
+		return a;
 	apikey_hash(key, APIKEY_LEN, hash);
 	urcu_memb_read_lock();
 	k = find(rcu_dereference(g->keys), r->key_prefix);

@@ -7,247 +7,9 @@
  * in the supervisor (restart, off). Conditions are awaited with generous
  * deadlines; nothing is timed.
  */
-#include "tests/integration/dispatch_harness.h"
+#include "tests/integration/gateway_harness.h"
 
-#include <curl/curl.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <sys/socket.h>
-
-struct gw {
-	struct fixture f;
-	int port;
-	char key_read[64], key_write[64], key_enqueue[64], key_all[64], key_revoked[64];
-	long long revoked_id;
-};
-
-struct resp {
-	long status;
-	char *body;
-	size_t len;
-	char retry_after[16];
-};
-
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t n = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	ck_assert_int_ge(s, 0);
-	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &n), 0);
-	port = ntohs(a.sin_port);
-	close(s);
-	return port;
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-	struct resp *r = arg;
-	char *b = realloc(r->body, r->len + size * n + 1);
-
-	ck_assert_ptr_nonnull(b);
-	memcpy(b + r->len, p, size * n);
-	r->body = b;
-	r->len += size * n;
-	r->body[r->len] = '\0';
-	return size * n;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *arg)
-{
-	struct resp *r = arg;
-
-	if (size * n > 13 && !strncasecmp(p, "Retry-After: ", 13))
-		snprintf(r->retry_after, sizeof(r->retry_after), "%.*s", (int)(size * n - 13 - 2),
-			 p + 13);
-	return size * n;
-}
-
-/* One request; auth is a whole Authorization value or NULL. */
-static struct resp req(struct gw *g, const char *method, const char *path, const char *auth,
-		       const char *body)
-{
-	struct resp r = {0};
-	char url[512], hdr[160];
-	struct curl_slist *h = NULL;
-	CURL *c = curl_easy_init();
-	CURLcode rc;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", g->port, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 150L);
-	if (auth) {
-		snprintf(hdr, sizeof(hdr), "Authorization: %s", auth);
-		h = curl_slist_append(h, hdr);
-	}
-	if (body) {
-		h = curl_slist_append(h, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	rc = curl_easy_perform(c);
-	ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	if (!r.body)
-		r.body = strdup("");
-	return r;
-}
-
-static const char *bearer(const char *key)
-{
-	static __thread char b[128];
-
-	snprintf(b, sizeof(b), "Bearer %s", key);
-	return b;
-}
-
-static json_t *json_of(const struct resp *r)
-{
-	json_error_t e;
-	json_t *j = json_loads(r->body, 0, &e);
-
-	ck_assert_msg(j, "not JSON (%ld): %.200s", r->status, r->body);
-	return j;
-}
-
-/* status, and the body freed; prints the body when it is not the expected status */
-static long expect(struct gw *g, const char *method, const char *path, const char *auth,
-		   const char *body, long status)
-{
-	struct resp r = req(g, method, path, auth, body);
-
-	ck_assert_msg(r.status == status, "%s %s: %ld, not %ld: %.300s", method, path, r.status,
-		      status, r.body);
-	free(r.body);
-	return r.status;
-}
-
-static void wait_ready(struct gw *g)
-{
-	uint64_t end = ph_now_ms() + 30000;
-	struct resp r;
-
-	for (;;) {
-		CURL *c = curl_easy_init();
-		char url[128];
-		long st = 0;
-
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", g->port);
-		curl_easy_setopt(c, CURLOPT_URL, url);
-		curl_easy_setopt(c, CURLOPT_NOBODY, 0L);
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-		r = (struct resp){0};
-		curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-		if (curl_easy_perform(c) == CURLE_OK)
-			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-		curl_easy_cleanup(c);
-		free(r.body);
-		if (st == 200)
-			return;
-		ck_assert_msg(ph_now_ms() < end, "the gateway never became ready");
-		ph_sleep_ms(100);
-	}
-}
-
-/* outboxctl keys create; waits until the gateway knows the key. */
-static void make_key(struct gw *g, const char *name, const char *scopes, char out[64])
-{
-	char cmd[3000];
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd),
-		 "OUTBOX_DATABASE_URL='%s' %s/outboxctl keys create --name %s --scopes %s "
-		 "2>/dev/null",
-		 g->f.db.conninfo, g->f.h.build, name, scopes);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	ck_assert_ptr_nonnull(fgets(out, 64, p));
-	ck_assert_int_eq(pclose(p), 0);
-	out[strcspn(out, "\n")] = '\0';
-	ck_assert_int_eq(strlen(out), 60);
-	for (uint64_t end = ph_now_ms() + 20000;; ph_sleep_ms(50)) {
-		struct resp r = req(g, "GET", "/api/admin/outbox/stats", bearer(out), NULL);
-		long st = r.status;
-
-		free(r.body);
-		if (st != 401)
-			return;
-		ck_assert_msg(ph_now_ms() < end, "key %s never accepted", name);
-	}
-}
-
-static void gw_start(struct gw *g, const char *rate, int n_signers)
-{
-	static char addr[64], ratev[64];
-	const char *env[] = {addr, ratev, "OUTBOX_HTTP_RATE_BURST=1000000", NULL};
-
-	memset(g, 0, sizeof(*g));
-	g->f.n_signers = n_signers;
-	g->port = free_port();
-	snprintf(addr, sizeof(addr), "OUTBOX_HTTP_ADDR=127.0.0.1:%d", g->port);
-	snprintf(ratev, sizeof(ratev), "OUTBOX_HTTP_RATE_LIMIT=%s", rate);
-	if (strcmp(rate, "1000000"))
-		env[2] = "OUTBOX_HTTP_RATE_BURST=2";
-	start(&g->f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
-	wait_ready(g);
-}
-
-static void gw_keys(struct gw *g)
-{
-	char cmd[3000];
-
-	make_key(g, "reader", "outbox:read", g->key_read);
-	make_key(g, "writer", "outbox:write", g->key_write);
-	make_key(g, "app", "outbox:enqueue", g->key_enqueue);
-	make_key(g, "ops", "outbox:read,outbox:write,outbox:enqueue", g->key_all);
-	make_key(g, "old", "outbox:read,outbox:write,outbox:enqueue", g->key_revoked);
-	g->revoked_id =
-		pgtest_scalar(g->f.c, "SELECT id FROM outbox.admin_keys WHERE name = 'old'");
-	snprintf(cmd, sizeof(cmd),
-		 "OUTBOX_DATABASE_URL='%s' %s/outboxctl keys revoke old >/dev/null",
-		 g->f.db.conninfo, g->f.h.build);
-	ck_assert_int_eq(system(cmd), 0);
-	for (uint64_t end = ph_now_ms() + 20000;; ph_sleep_ms(50)) {
-		struct resp r =
-			req(g, "GET", "/api/admin/outbox/stats", bearer(g->key_revoked), NULL);
-		long st = r.status;
-
-		free(r.body);
-		if (st == 401)
-			break;
-		ck_assert_msg(ph_now_ms() < end, "revocation never took effect");
-	}
-}
-
-static char *enqueue_body(struct gw *g, const char *kind, const char *user, const char *rec,
-			  int signer, const char *account, const char *amount, const char *extra)
-{
-	static __thread char b[1024];
-
-	snprintf(b, sizeof(b),
-		 "{\"kind\": \"%s\", \"userId\": \"%s\", \"businessRecordId\": \"%s\", "
-		 "\"signer\": \"%s\", \"payload\": {\"account\": \"%s\", \"amount\": \"%s\"}%s}",
-		 kind, user, rec, g->f.signer[signer], account, amount, extra ? extra : "");
-	return b;
-}
-
-static long long audit_count(struct gw *g, long long after, const char *where)
-{
-	char sql[600];
-
-	snprintf(sql, sizeof(sql), "SELECT count(*) FROM outbox.audit_log WHERE id > %lld AND (%s)",
-		 after, where);
-	return pgtest_scalar(g->f.c, sql);
-}
 
 /* ---- the auth matrix ---- */
 
@@ -746,6 +508,8 @@ END_TEST
 
 /* ---- why ---- */
 
+static struct gw g_why; /* the why cases' gateway (a Check case runs in its own process) */
+
 static const char *why_code(struct gw *g, long long id, json_t **out)
 {
 	char path[96];
@@ -824,6 +588,175 @@ START_TEST(test_why)
 	ck_assert(json_object_get(json_object_get(j, "reason"), "until") != NULL);
 	json_decref(j);
 	stop(&g.f);
+}
+END_TEST
+
+/* why's reason code for op id once it is want (polling), or fails naming the last. */
+static json_t *why_until(struct gw *g, long long id, const char *want, const char *still_sql)
+{
+	const char *code = NULL;
+	json_t *j = NULL;
+
+	for (uint64_t end = ph_now_ms() + 90000;; ph_sleep_ms(100)) {
+		code = why_code(g, id, &j);
+		/* only an answer given while the condition held counts */
+		if (code && !strcmp(code, want) && (!still_sql || pgtest_scalar(g->f.c, still_sql)))
+			return j;
+		ck_assert_msg(ph_now_ms() < end, "op %lld: why says %s, never %s", id,
+			      code ? code : "nothing", want);
+		json_decref(j);
+	}
+}
+
+static long long reason_int(json_t *j, const char *k)
+{
+	return json_integer_value(json_object_get(json_object_get(j, "reason"), k));
+}
+
+/*
+ * OUTBOX_GLOBAL_MAX_IN_FLIGHT=1 and ledgers that close only when the test
+ * says: op 1 (signer 0) is in flight, its transaction lost by the network
+ * (the sim's black hole). Op 2 (signer 1) waits for the global cap, op 3
+ * (signer 1) behind op 2, op 4 (signer 0) for op 1. Then getLedgerEntries
+ * fails and ledgers close past op 1's bounds: op 4 waits for the proof that
+ * op 1's transaction expired unexecuted, which no answer can give yet.
+ */
+START_TEST(test_why_cap_queue_expiry)
+{
+	static char addr[64];
+	const char *env[] = {addr, "OUTBOX_HTTP_RATE_LIMIT=1000000",
+			     "OUTBOX_GLOBAL_MAX_IN_FLIGHT=1", NULL};
+	long long op[5];
+	char busy[160], pending[5][240];
+	json_t *j;
+
+	memset(&g_why, 0, sizeof(g_why));
+	g_why.f.n_signers = 2;
+	g_why.port = free_port();
+	snprintf(addr, sizeof(addr), "OUTBOX_HTTP_ADDR=127.0.0.1:%d", g_why.port);
+	start(&g_why.f, "--ledger-ms 3600000 --vault-contract " PH_CONTRACT, env);
+	wait_ready(&g_why);
+	make_key(&g_why, "reader", "outbox:read", g_why.key_read);
+	ph_sim_post(&g_why.f.h, "/debug/faults",
+		    "{\"method\": \"sendTransaction\", \"blackhole_rate\": 1}");
+	enqueue(&g_why.f, "DEPOSIT", "u1", "q-1", 0, g_why.f.signer[1], "10", NULL);
+	op[1] = pgtest_scalar(g_why.f.c, "SELECT max(id) FROM outbox.ops");
+	snprintf(busy, sizeof(busy),
+		 "SELECT (status = 'SUBMITTED')::int FROM outbox.ops WHERE id = %lld", op[1]);
+	for (uint64_t end = ph_now_ms() + 60000; !pgtest_scalar(g_why.f.c, busy); ph_sleep_ms(50))
+		ck_assert_msg(ph_now_ms() < end, "op %lld never SUBMITTED", op[1]);
+	enqueue(&g_why.f, "DEPOSIT", "u2", "q-2", 1, g_why.f.signer[0], "10", NULL);
+	enqueue(&g_why.f, "DEPOSIT", "u3", "q-3", 1, g_why.f.signer[0], "10", NULL);
+	enqueue(&g_why.f, "DEPOSIT", "u4", "q-4", 0, g_why.f.signer[1], "10", NULL);
+	for (int i = 2; i <= 4; i++) {
+		op[i] = op[1] + i - 1;
+		snprintf(pending[i], sizeof(pending[i]),
+			 "SELECT ((SELECT status FROM outbox.ops WHERE id = %lld) = 'PENDING' AND "
+			 "(SELECT status FROM outbox.ops WHERE id = %lld) = 'SUBMITTED')::int",
+			 op[i], op[1]);
+	}
+	/* the cap: op 1 is the one transaction in flight */
+	j = why_until(&g_why, op[2], "global_cap", pending[2]);
+	ck_assert_int_eq(reason_int(j, "maxInFlight"), 1);
+	ck_assert_int_ge(reason_int(j, "inFlight"), 1);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "why")), "global cap"));
+	json_decref(j);
+	/* queued behind op 2, which goes first */
+	j = why_until(&g_why, op[3], "queued_behind", pending[3]);
+	ck_assert_int_eq(reason_int(j, "opId"), op[2]);
+	ck_assert_int_eq(reason_int(j, "ahead"), 1);
+	json_decref(j);
+	json_decref(why_until(&g_why, op[4], "signer_busy", pending[4]));
+	/* past op 1's bounds, with no way to read its signer's sequence number */
+	ph_sim_post(&g_why.f.h, "/debug/faults",
+		    "{\"method\": \"getLedgerEntries\", \"http_5xx_rate\": 1}");
+	for (uint64_t end = ph_now_ms() + 120000;; ph_sleep_ms(200)) {
+		const char *code;
+
+		ph_sim_post(&g_why.f.h, "/debug/close", "{\"ledgers\": 20}");
+		code = why_code(&g_why, op[4], &j);
+		if (code && !strcmp(code, "awaiting_expiry_proof") &&
+		    pgtest_scalar(g_why.f.c, pending[4]))
+			break;
+		json_decref(j);
+		ck_assert_msg(ph_now_ms() < end, "op %lld never awaited the expiry proof (%s)",
+			      op[4], code ? code : "nothing");
+	}
+	ck_assert_int_eq(reason_int(j, "opId"), op[1]);
+	ck_assert_ptr_nonnull(
+		json_string_value(json_object_get(json_object_get(j, "reason"), "txHash")));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "why")), "expired"));
+	json_decref(j);
+	ph_sim_post(&g_why.f.h, "/debug/faults", "{}");
+	stop(&g_why.f);
+}
+END_TEST
+
+/*
+ * Congestion high (background bids in the sim, the oracle told a ledger
+ * holds 10): a LOW op is deferred by its claim, and why says until when.
+ */
+START_TEST(test_why_low_deferred)
+{
+	static char addr[64];
+	const char *env[] = {addr,
+			     "OUTBOX_HTTP_RATE_LIMIT=1000000",
+			     "FEE_ORACLE_DWELL_MS=0",
+			     "FEE_ORACLE_LEDGER_MAX_TX=10",
+			     "FEE_ORACLE_POLL_MS=200",
+			     "OUTBOX_LOW_DEFER_MS=60000",
+			     "OUTBOX_LOW_MAX_DEFER_MS=600000",
+			     NULL};
+	char sql[160];
+	long long id;
+	json_t *j;
+
+	memset(&g_why, 0, sizeof(g_why));
+	g_why.f.n_signers = 2;
+	g_why.port = free_port();
+	snprintf(addr, sizeof(addr), "OUTBOX_HTTP_ADDR=127.0.0.1:%d", g_why.port);
+	start(&g_why.f,
+	      "--ledger-ms 250 --ledger-capacity 60 --fee-window-soroban 4 "
+	      "--vault-contract " PH_CONTRACT,
+	      env);
+	wait_ready(&g_why);
+	make_key(&g_why, "reader", "outbox:read", g_why.key_read);
+	ph_sim_post(&g_why.f.h, "/debug/faults", "{\"background_fee_load\": 30}");
+	for (uint64_t end = ph_now_ms() + 60000;; ph_sleep_ms(100)) {
+		json_t *fee = ph_ctl(&g_why.f.h, "fee", NULL);
+		const char *l =
+			fee ? json_string_value(json_object_get(fee, "congestionLevel")) : NULL;
+		bool high = l && (!strcmp(l, "high") || !strcmp(l, "severe"));
+
+		json_decref(fee);
+		if (high)
+			break;
+		ck_assert_msg(ph_now_ms() < end, "congestion never reached high");
+	}
+	enqueue(&g_why.f, "REBALANCE", "ops", "low-1", 0, NULL, "10", NULL);
+	id = pgtest_scalar(g_why.f.c, "SELECT max(id) FROM outbox.ops");
+	snprintf(sql, sizeof(sql),
+		 "SELECT (status = 'PENDING' AND next_attempt_at > now())::int FROM outbox.ops "
+		 "WHERE id = %lld",
+		 id);
+	/* the claim's deferral (a DEFERRED event, a due time): "until" says when;
+	 * an answer given just before it may name the deferral to come instead */
+	for (uint64_t end = ph_now_ms() + 90000;; ph_sleep_ms(100)) {
+		const char *code = why_code(&g_why, id, &j);
+
+		if (code && !strcmp(code, "low_deferred") &&
+		    json_object_get(json_object_get(j, "reason"), "until") &&
+		    pgtest_scalar(g_why.f.c, sql))
+			break;
+		json_decref(j);
+		ck_assert_msg(ph_now_ms() < end, "op %lld: why never says it is deferred (%s)", id,
+			      code ? code : "nothing");
+	}
+	ck_assert_ptr_nonnull(
+		strstr(json_string_value(json_object_get(j, "why")), "deferred by congestion"));
+	json_decref(j);
+	ph_sim_post(&g_why.f.h, "/debug/faults", "{}");
+	stop(&g_why.f);
 }
 END_TEST
 
@@ -916,6 +849,8 @@ static Suite *suite(void)
 	dh_add_case(s, "wait", test_wait_confirmed_and_failed, 240);
 	dh_add_case(s, "cancel_retry_race", test_cancel_retry_race, 300);
 	dh_add_case(s, "why", test_why, 240);
+	dh_add_case(s, "why_cap_queue_expiry", test_why_cap_queue_expiry, 300);
+	dh_add_case(s, "why_low_deferred", test_why_low_deferred, 240);
 	dh_add_case(s, "metrics_promtool", test_metrics_promtool, 240);
 	dh_add_case(s, "role", test_role_restart_and_off, 240);
 	return s;
