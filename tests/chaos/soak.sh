@@ -4,8 +4,9 @@
 #
 # A steady load of RATE ops/s (default 20) through outboxd + stellar-sim +
 # Kafka on a private PostgreSQL for N minutes, sampled once a minute: every
-# outboxd process's resident memory (VmRSS) and open descriptors, and the ops
-# confirmed in that minute. A line per minute goes to stderr.
+# outboxd process's resident memory (VmRSS) and open descriptors, the ops
+# confirmed in that minute and the machine's 1-minute load average (the
+# summary's soak.per_minute). A line per minute goes to stderr.
 #
 # Fails when, between the first sample (after a minute of warm-up) and the
 # last, a process's RSS grew by more than CHAOS_RSS_GROWTH_MB (default 16 MiB:
@@ -75,9 +76,11 @@ for m in $(seq 1 "$MINUTES"); do
 	sleep 60
 	now=$(confirmed)
 	s=$(sample)
+	read -r l1 _ </proc/loadavg
 	((m == 1)) && first=$s
-	per_minute=$(jq -c --argjson m "$m" --argjson c "$((now - prev))" '. + [{minute: $m, confirmed: $c}]' <<<"$per_minute")
-	log "minute $m: $((now - prev)) confirmed, $(jq -c 'map_values({rss_kb, fds})' <<<"$s")"
+	per_minute=$(jq -c --argjson m "$m" --argjson c "$((now - prev))" --argjson l "$l1" --argjson s "$s" \
+		'. + [{minute: $m, confirmed: $c, load1: $l, processes: ($s | map_values({rss_kb, fds}))}]' <<<"$per_minute")
+	log "minute $m: $((now - prev)) confirmed, load $l1, $(jq -c 'map_values({rss_kb, fds})' <<<"$s")"
 	prev=$now
 	kill -0 "$OUTBOXD_PID" 2>/dev/null || die "outboxd exited at minute $m"
 done
