@@ -8,7 +8,8 @@
  * delivered (the rest of the batch is never sent twice), no batching on an
  * idle connection; and a connect to a server that never answers does not
  * block the event loop and gives up at the deadline; an outage is logged
- * once per episode (a warning when it begins, a line when it ends).
+ * once per episode (a warning when it begins, a line when it ends), and a
+ * connection we close ourselves (an orderly shutdown) is no warning.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -387,6 +388,26 @@ START_TEST(test_outage_logs_once_per_episode)
 }
 END_TEST
 
+static void release_it(void *arg)
+{
+	pgq_release(arg);
+}
+
+/* Closing our own connection (every role's orderly shutdown) warns of nothing. */
+START_TEST(test_release_is_no_warning)
+{
+	struct pgq x;
+	char text[4096];
+
+	ck_assert_int_eq(pgq_init(&x, db.conninfo, "check_pgq", ep, 9, NULL, NULL, NULL), 0);
+	pump_until_connected(&x, 5000);
+	ck_assert(pgq_connected(&x));
+	capture_log(release_it, &x, text, sizeof(text));
+	ck_assert_msg(count(text, "level=warn") == 0 && count(text, "connection lost") == 0,
+		      "want no warning, got:\n%s", text);
+}
+END_TEST
+
 static Suite *pgq_suite(void)
 {
 	Suite *s = suite_create("pgq");
@@ -400,6 +421,7 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_idle_connection_sends_alone);
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	tcase_add_test(tc, test_outage_logs_once_per_episode);
+	tcase_add_test(tc, test_release_is_no_warning);
 	suite_add_tcase(s, tc);
 	return s;
 }
