@@ -182,8 +182,13 @@ bulk_load() {
 # merge of the lane signals waiting (what the next claim would merge; reported,
 # not bounded: one signal per enqueue statement, so after a bulk load one per
 # op), then outbox.claim as a worker calls it (OUTBOX_BATCH_SIZE 20, one
-# transaction per account) with custom and with generic plans, then
-# outbox.claim_release: bounded (plans.py). Figures under plans_LABEL.
+# transaction per account): with custom plans, as a new session runs it, then
+# with plan_cache_mode=auto past the 5 runs after which PostgreSQL may settle
+# on a generic plan, as a long-lived worker session runs it; then
+# outbox.claim_release. Those are bounded (plans.py). A claim with generic
+# plans forced is reported ("generic"), not bounded: no worker forces them,
+# and forced they read every PENDING op of a lane (below, README.md).
+# Figures under plans_LABEL.
 ALL_VS=$(seq -s, 0 $((VSHARDS - 1)))
 plans() {
 	local out res sizes signals claim
@@ -213,9 +218,16 @@ SELECT outbox.lane_merge(ARRAY[$ALL_VS]);
 SET plan_cache_mode = force_custom_plan;
 $claim
 $claim
-\warn @@section claim_generic
-SET plan_cache_mode = force_generic_plan;
+\warn @@section claim_auto
+SET plan_cache_mode = auto;
 $claim
+$claim
+$claim
+$claim
+$claim
+$claim
+\warn @@section generic
+SET plan_cache_mode = force_generic_plan;
 $claim
 \warn @@section claim_release
 SET plan_cache_mode = auto;
@@ -229,7 +241,7 @@ EOF
 	while IFS= read -r v; do
 		[[ -n $v ]] && violation "plans ($1): $v"
 	done < <(jq -r '.violations[]' <<<"$res")
-	log "plans ($1): merge of $signals signals $(jq -c '.merge.max_buffers' <<<"$res") buffers; claim path $(jq -c '{statements: ([.claim_custom, .claim_generic, .claim_release] | map(.statements) | add), max_buffers: ([.claim_custom, .claim_generic, .claim_release] | map(.max_buffers) | max), violations}' <<<"$res")"
+	log "plans ($1): merge of $signals signals $(jq -c '.merge.max_buffers' <<<"$res") buffers; claim path $(jq -c '{statements: ([.claim_custom, .claim_auto, .claim_release] | map(.statements) | add), max_buffers: ([.claim_custom, .claim_auto, .claim_release] | map(.max_buffers) | max), generic_max_buffers: .generic.max_buffers, violations}' <<<"$res")"
 }
 
 # ---------------------------------------------------------------- 1. baseline
@@ -251,6 +263,17 @@ log "backlog loaded in $((LOAD_MS / 1000)) s: $sizes"
 plans loaded
 
 # ---------------------------------------------------------------- 3. on top
+# what the workers' own sessions run slowly: auto_explain in every new
+# session of the database, into the server's log (reported, not bounded: a
+# duration on a busy machine proves nothing; the buffers say why)
+sql -c "ALTER DATABASE $DB SET session_preload_libraries = 'auto_explain'" \
+	-c "ALTER DATABASE $DB SET auto_explain.log_min_duration = '250ms'" \
+	-c "ALTER DATABASE $DB SET auto_explain.log_analyze = on" \
+	-c "ALTER DATABASE $DB SET auto_explain.log_buffers = on" \
+	-c "ALTER DATABASE $DB SET auto_explain.log_timing = off" \
+	-c "ALTER DATABASE $DB SET auto_explain.log_nested_statements = on" \
+	-c "ALTER DATABASE $DB SET auto_explain.log_format = json" >/dev/null
+log_from=$(wc -c <"$PG_DIR/log")
 backlog_outboxd
 c0=$(confirmed)
 log "on the backlog: $CRIT_N CRITICAL ops at $CRIT_RATE/s"
@@ -267,6 +290,13 @@ sql -c "INSERT INTO outbox.user_holds (user_id, reason, held_by)
 wait_for 300 "the backlog's transactions in flight to settle" bash -c \
 	"[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) FROM outbox.ops WHERE status = 'SUBMITTED'\") == 0 ]]"
 outboxd_stop
+sql -c "ALTER DATABASE $DB RESET ALL" >/dev/null
+slow=$( (echo "@@section workers"; tail -c +$((log_from + 1)) "$PG_DIR/log") |
+	python3 "$CHAOS_DIR/plans.py" "$MAX_BUF" "$SEQ_PAGES" '{}' |
+	jq -c '.workers | [.distinct[] | select(.query | test("outbox\\.enqueue|pg_sleep") | not)]
+		| {statements: (map(.executions) | add // 0), max_buffers: (map(.max_buffers) | max // 0), distinct: .}')
+extra slow_in_workers "$slow"
+log "statements of outboxd's sessions over 250 ms: $(jq -c '[.distinct[] | {query: .query[0:60], executions, max_buffers}]' <<<"$slow")"
 # the holds only ended the run: the plans are read on the backlog as it is
 sql -c "DELETE FROM outbox.user_holds WHERE held_by = 'chaos'" >/dev/null
 plans dispatched

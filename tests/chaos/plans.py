@@ -6,8 +6,8 @@ stdin is what psql printed while auto_explain (log_level=notice,
 log_format=json, log_analyze, log_buffers, log_nested_statements) logged
 every statement a call ran, nested ones included: each plan arrives as a
 NOTICE "duration: ... plan:" followed by a JSON document. Lines "@@section
-NAME" (psql's \\warn) split it; every section but "merge" is checked,
-"merge" is reported. SIZES is a JSON object: relation name -> pages.
+NAME" (psql's \\warn) split it; the sections named claim* are checked, the
+others are reported. SIZES is a JSON object: relation name -> pages.
 
 Prints one JSON object: per section, the plans read and per distinct query
 text (first 120 characters) its executions, its scans (node type on relation
@@ -83,7 +83,7 @@ def main():
     parts = re.split(r"^@@section (\w+)\s*$", sys.stdin.read(), flags=re.M)
     violations, out = [], {}
     for name, text in zip(parts[1::2], parts[2::2]):
-        out[name] = section(text, name != "merge", limit, seq_pages, sizes, violations)
+        out[name] = section(text, name.startswith("claim"), limit, seq_pages, sizes, violations)
     if not any(k.startswith("claim") for k in out):
         violations.append("no claim section in psql's output")
     out["violations"] = sorted(set(violations))
