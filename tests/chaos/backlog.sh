@@ -192,6 +192,8 @@ bulk_load() {
 ALL_VS=$(seq -s, 0 $((VSHARDS - 1)))
 plans() {
 	local out res sizes signals claim
+	# outboxd's leases end at its drain, or lapse (a drain cut short)
+	wait_for 120 "outboxd's leases to end" bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) FROM outbox.shard_leases WHERE expires_at > now()\") == 0 ]]"
 	sizes=$(sql -c "SELECT json_object_agg(relname, pg_relation_size(oid) / 8192) FROM pg_class
 		WHERE relnamespace = 'outbox'::regnamespace AND relkind = 'r'")
 	signals=$(sql -c "SELECT count(*) FROM outbox.lane_signals")

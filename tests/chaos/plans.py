@@ -38,6 +38,19 @@ def walk(node):
         yield from walk(child)
 
 
+def shape(node):
+    """The plan as one line: node (relation, index) > children."""
+    t = node.get("Node Type", "?")
+    if node.get("Relation Name"):
+        t += f" on {node['Relation Name']}"
+    if node.get("Index Name"):
+        t += f" using {node['Index Name']}"
+    kids = [shape(c) for c in node.get("Plans", [])]
+    if not kids:
+        return t
+    return t + " > " + (kids[0] if len(kids) == 1 else "[" + ", ".join(kids) + "]")
+
+
 def buffers(node):
     return node.get("Shared Hit Blocks", 0) + node.get("Shared Read Blocks", 0)
 
@@ -55,9 +68,11 @@ def section(text, checked, limit, seq_pages, sizes, violations):
         q = " ".join(doc.get("Query Text", "?").split())[:120]
         top = doc["Plan"]
         own = buffers(top)
-        d = distinct.setdefault(q, {"query": q, "executions": 0, "scans": [], "max_buffers": 0})
+        d = distinct.setdefault(q, {"query": q, "executions": 0, "scans": [], "max_buffers": 0,
+                                    "plan": shape(top)})
         d["executions"] += 1
-        d["max_buffers"] = max(d["max_buffers"], own)
+        if own > d["max_buffers"]:
+            d["max_buffers"], d["plan"] = own, shape(top)
         for n in walk(top):
             t, rel = n.get("Node Type", ""), n.get("Relation Name")
             if rel is None or t in NOT_SCANS:
@@ -69,8 +84,10 @@ def section(text, checked, limit, seq_pages, sizes, violations):
             pages = sizes.get(rel)
             if checked and t not in INDEX_SCANS and (pages is None or pages > seq_pages):
                 violations.append(f"{t} on {rel} ({pages} pages) in: {q}")
-        if checked and own > limit:
-            violations.append(f"{own} buffers (bound {limit}) in: {q}")
+    for d in distinct.values():
+        if checked and d["max_buffers"] > limit:
+            violations.append(f"{d['max_buffers']} buffers (bound {limit}; {d['executions']} runs)"
+                              f" in: {d['query']}")
     if checked and not plans:
         violations.append("auto_explain logged no plan")
     return {"statements": len(plans),
