@@ -179,9 +179,10 @@ bulk_load() {
 
 # plans LABEL: auto_explain of the claim path in a transaction rolled back,
 # under a lease of every vshard taken for it (outboxd is stopped). First the
-# merge of the lane signals waiting (what the next claim would merge; reported,
-# not bounded: one signal per enqueue statement, so after a bulk load one per
-# op), then outbox.claim as a worker calls it (OUTBOX_BATCH_SIZE 20, one
+# merge of the lane signals waiting, committed (what the next claim of each
+# vshard does anyway; reported, not bounded: one signal per enqueue statement,
+# so after a bulk load one per op) and the VACUUM of lane_signals autovacuum
+# runs next (its threshold is 2000 dead rows); then outbox.claim as a worker calls it (OUTBOX_BATCH_SIZE 20, one
 # transaction per account): with custom plans, as a new session runs it, then
 # with plan_cache_mode=auto past the 5 runs after which PostgreSQL may settle
 # on a generic plan, as a long-lived worker session runs it; then
@@ -199,13 +200,6 @@ plans() {
 	signals=$(sql -c "SELECT count(*) FROM outbox.lane_signals")
 	claim="SELECT count(*) FROM outbox.claim('explain-$$', ARRAY[$ALL_VS], :'eps'::bigint[], 1, 20);"
 	out=$(psql -X -q -At -d "$ADMIN_URL" -v ON_ERROR_STOP=1 2>&1 >/dev/null <<EOF
-BEGIN;
-SELECT array_agg(outbox.lease_acquire('explain-$$', v, 60000) ORDER BY v) AS eps
-	FROM generate_series(0, $((VSHARDS - 1))) v \gset
--- an op the claims above take (CRITICAL first, else the oldest NORMAL),
--- to give back as a worker does when the global in-flight cap is full
-SELECT id AS ri, vshard AS rv, signer AS rs FROM outbox.ops
-	WHERE status = 'PENDING' ORDER BY priority, created_at LIMIT 1 \gset
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0;
 SET auto_explain.log_analyze = on;
@@ -216,6 +210,15 @@ SET auto_explain.log_format = json;
 SET auto_explain.log_level = notice;
 \warn @@section merge
 SELECT outbox.lane_merge(ARRAY[$ALL_VS]);
+\warn @@section setup
+VACUUM outbox.lane_signals;
+BEGIN;
+SELECT array_agg(outbox.lease_acquire('explain-$$', v, 60000) ORDER BY v) AS eps
+	FROM generate_series(0, $((VSHARDS - 1))) v \gset
+-- an op the claims below take (CRITICAL first, else the oldest NORMAL),
+-- to give back as a worker does when the global in-flight cap is full
+SELECT id AS ri, vshard AS rv, signer AS rs FROM outbox.ops
+	WHERE status = 'PENDING' ORDER BY priority, created_at LIMIT 1 \gset
 \warn @@section claim_custom
 SET plan_cache_mode = force_custom_plan;
 $claim
