@@ -460,6 +460,29 @@ static void connect_step(struct pgq *q)
 	kick(q);
 }
 
+/*
+ * libpq hands messages that arrive outside a query (a server shutting down
+ * sends "FATAL: terminating connection due to administrator command" to an
+ * idle session) and NOTICEs to a notice processor, whose default writes them
+ * raw on stderr. They go through the log instead, so that every line a role
+ * writes has the log's format and a JSON log stays parseable.
+ */
+static void log_pg_notice(void *arg, const char *message)
+{
+	char line[512];
+	size_t n = 0;
+	bool minor = strncmp(message, "NOTICE:", 7) == 0 || strncmp(message, "INFO:", 5) == 0;
+
+	(void)arg;
+	/* One log line: the server's DETAIL/HINT lines are joined, the text is bounded. */
+	for (const char *p = message; *p && n + 1 < sizeof(line); p++)
+		line[n++] = (*p == '\n' || *p == '\r' || *p == '\t') ? ' ' : *p;
+	while (n && line[n - 1] == ' ')
+		n--;
+	line[n] = '\0';
+	log_detail(minor ? LOG_LVL_INFO : LOG_LVL_WARN, "postgresql says %s", "source=libpq", line);
+}
+
 void pgq_tick(struct pgq *q, int64_t now_ms)
 {
 	const char *keys[] = {"dbname", "application_name", NULL};
@@ -476,6 +499,7 @@ void pgq_tick(struct pgq *q, int64_t now_ms)
 		drop_connection(q, "out of memory");
 		return;
 	}
+	PQsetNoticeProcessor(q->conn, log_pg_notice, NULL);
 	q->connecting = true;
 	q->connect_deadline_ms = now_ms + PGQ_CONNECT_TIMEOUT_MS;
 	if (PQstatus(q->conn) == CONNECTION_BAD) {

@@ -510,6 +510,10 @@ void gw_api_on_result(struct gateway *g, struct gw_req *r, PGresult *res)
 	json_t *body;
 	unsigned http;
 
+	if (r->route == R_OVERVIEW) {
+		gw_console_on_result(g, r, res);
+		return;
+	}
 	if (!res) {
 		gw_http_error(g, r, 503, "unavailable", NULL,
 			      "the database connection was lost during the call%s",

@@ -155,6 +155,16 @@ void gw_conditions_free(struct gateway *g)
 	g->eta_ring = NULL;
 }
 
+void gw_latency_sample(struct gateway *g, uint64_t out[3][SHM_HIST_BUCKETS])
+{
+	sample(g->ctx->seg, out);
+}
+
+double gw_latency_quantile(const uint64_t *b, double q)
+{
+	return quantile(b, q, 1);
+}
+
 /* ---- readers (any thread) ---- */
 
 static bool view(struct gateway *g, struct fee_view *v, struct fee_snapshot *s)

@@ -93,6 +93,7 @@ static void turn(struct gateway *g, int64_t *gc_at)
 	now = (int64_t)mono_ms();
 	gw_jobs_tick(g, now);
 	gw_conditions_tick(g, now);
+	gw_console_tick(g, now);
 	if (now - *gc_at >= GW_LIMITER_GC) {
 		gw_limiter_gc(g->limiter, now);
 		*gc_at = now;
@@ -127,6 +128,7 @@ static void release(struct gateway *g)
 	gw_keys_free(g);
 	gw_metrics_free(g);
 	gw_conditions_free(g);
+	gw_console_free(g);
 	gw_limiter_free(g->limiter);
 	urcu_memb_unregister_thread();
 	loop_close(&g->loop);

@@ -117,7 +117,12 @@ static const struct route_def fixed[] = {
 	{"/api/v1/ops", R_ENQUEUE, "POST", true},
 	{"/api/admin/outbox", R_LIST, "GET", true},
 	{"/api/admin/outbox/stats", R_STATS, "GET", true},
+	{"/", R_CONSOLE, "GET", false},
+	{"/api/console/overview", R_OVERVIEW, "GET", false},
 };
+
+/* The console's files: console.c answers 404 for a name it does not embed. */
+static const struct route_def console_files = {"/console/", R_CONSOLE, "GET", false};
 
 static const struct route_def by_id[] = {
 	{"", R_GET, "GET", true},
@@ -141,6 +146,10 @@ static const struct route_def *route_find(struct gw_req *r, const char *method, 
 			*method_ok = !strcmp(method, fixed[i].method);
 			return &fixed[i];
 		}
+	if (!strncmp(p, console_files.path, strlen(console_files.path))) {
+		*method_ok = !strcmp(method, console_files.method);
+		return &console_files;
+	}
 	if (strncmp(p, ADMIN_PREFIX, strlen(ADMIN_PREFIX)))
 		return NULL;
 	p += strlen(ADMIN_PREFIX);
@@ -188,6 +197,7 @@ static enum MHD_Result respond(struct gateway *g, struct gw_req *r)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				r->content_type ? r->content_type : "application/json");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	gw_console_headers(resp);
 	if (r->status == 429) {
 		snprintf(ra, sizeof(ra), "%u", r->retry_after ? r->retry_after : 1);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
@@ -375,6 +385,13 @@ static enum MHD_Result finish(struct gateway *g, struct gw_req *r, const char *m
 	if (r->too_big && !r->audited) {
 		gw_http_error(g, r, 413, "too_large", NULL, "the body is over %d bytes",
 			      GW_BODY_MAX);
+	} else if (r->route == R_CONSOLE || r->route == R_OVERVIEW) {
+		if (gw_console_request(g, r)) {
+			r->suspended = true;
+			MHD_suspend_connection(r->conn);
+			gw_submit(g, r);
+			return MHD_YES;
+		}
 	} else if (!r->audited) {
 		if (r->route == R_METRICS) {
 			if (!gw_metrics_depth_fresh(g, (int64_t)mono_ms())) {

@@ -13,6 +13,7 @@ OUTBOX_DEB_PACKAGES=(
 	clang libclang-rt-dev clang-format
 	python3 curl jq procps iproute2 wrk tmux
 	postgresql gdb
+	chromium # the web console's browser test (tests/console/, check_console)
 )
 # prometheus brings promtool, which checks the gateway's /metrics
 # (check_gateway fails, never skips, without it). Its server is not used.
@@ -25,6 +26,8 @@ OUTBOX_DEB_PACKAGES=(
 # files of ops/ (tests/deploy.cmake); both work without systemd running, and
 # neither needs its daemon: where systemd runs, installing prometheus also
 # starts a Prometheus server on :9090, which nothing here uses.
+# chromium: Debian's, headless, driven by puppeteer-core (npm, installed by
+# ops/lib/prepare.d/console.sh) through the gateway's web console.
 # Node.js (for the SDK interop tests) may come from outside Debian, with its
 # own npm: only ask apt for it when the commands are missing.
 

@@ -8,8 +8,9 @@
  * delivered (the rest of the batch is never sent twice), no batching on an
  * idle connection; and a connect to a server that never answers does not
  * block the event loop and gives up at the deadline; an outage is logged
- * once per episode (a warning when it begins, a line when it ends), and a
- * connection we close ourselves (an orderly shutdown) is no warning.
+ * once per episode (a warning when it begins, a line when it ends); what
+ * the server says to an idle session comes out as a log line, never raw;
+ * a connection we close ourselves (an orderly shutdown) is no warning.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -408,6 +409,43 @@ START_TEST(test_release_is_no_warning)
 }
 END_TEST
 
+/* The server ends our idle session; the loop only listens until the queue notices. */
+static void terminated_while_idle(void *arg)
+{
+	int64_t end = mono_ms() + 10000;
+
+	(void)arg;
+	pgtest_exec(c, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+		       "WHERE application_name = 'check_pgq'");
+	while (downs == 0 && mono_ms() < end) {
+		struct epoll_event evs[4];
+		int n = epoll_wait(ep, evs, 4, 20);
+
+		for (int i = 0; i < n; i++)
+			pgq_on_ready(&q, evs[i].events);
+	}
+}
+
+/*
+ * What the server says to an idle session (the FATAL of a shutdown or a
+ * terminate) reaches libpq's notice processor, whose default writes it raw
+ * on stderr: it must come out as one of our log lines instead.
+ */
+START_TEST(test_server_messages_go_through_the_log)
+{
+	char text[16384];
+
+	capture_log(terminated_while_idle, NULL, text, sizeof(text));
+	ck_assert_int_eq(downs, 1);
+	ck_assert_msg(count(text, "level=warn") >= 1 &&
+			      count(text, "msg=\"postgresql says FATAL:") == 1 &&
+			      count(text, "terminating connection") == 1,
+		      "want the server's FATAL as one warning, got:\n%s", text);
+	ck_assert_msg(count(text, "\nFATAL:") == 0 && strncmp(text, "FATAL:", 6) != 0,
+		      "a raw libpq line reached stderr:\n%s", text);
+}
+END_TEST
+
 static Suite *pgq_suite(void)
 {
 	Suite *s = suite_create("pgq");
@@ -422,6 +460,7 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	tcase_add_test(tc, test_outage_logs_once_per_episode);
 	tcase_add_test(tc, test_release_is_no_warning);
+	tcase_add_test(tc, test_server_messages_go_through_the_log);
 	suite_add_tcase(s, tc);
 	return s;
 }
