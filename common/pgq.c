@@ -99,10 +99,16 @@ static void clear_results(struct pgq *q)
 	q->n_res = 0;
 }
 
-/* Connection gone: every command learns "unknown" (NULL), in order. */
+/*
+ * Connection gone: every command learns "unknown" (NULL), in order. why is
+ * NULL when we close it ourselves (pgq_release, an orderly shutdown): that
+ * is no failure, nothing to warn about.
+ */
 static void drop_connection(struct pgq *q, const char *why)
 {
-	if (q->conn) {
+	if (q->conn && !why) {
+		log_debug("postgresql connection closed");
+	} else if (q->conn) {
 		/*
 		 * Once per episode: the first failure is a warning, and so is a
 		 * retry that fails for another reason (a lost session, then
@@ -117,6 +123,8 @@ static void drop_connection(struct pgq *q, const char *why)
 		log_msg(new_reason ? LOG_LVL_WARN : LOG_LVL_DEBUG, "postgresql %s: %s",
 			q->connecting ? "connect failed" : "connection lost", why);
 		snprintf(q->last_why, sizeof(q->last_why), "%s", why);
+	}
+	if (q->conn) {
 		if (q->fd >= 0)
 			epoll_ctl(q->ep, EPOLL_CTL_DEL, q->fd, NULL);
 		PQfinish(q->conn);
@@ -514,7 +522,7 @@ int pgq_timeout_ms(const struct pgq *q, int64_t now_ms)
 void pgq_release(struct pgq *q)
 {
 	if (q->conn)
-		drop_connection(q, "closing");
+		drop_connection(q, NULL);
 	while (q->head) {
 		struct pgq_cmd *c = pop(q);
 		c->cb(NULL, c->arg);

@@ -99,6 +99,22 @@ static void succeeded(struct relay *r)
 	r->failing = 0;
 }
 
+/*
+ * The owner's stats block is optional (relay.h): a relay without one, as in
+ * a tool or a test, counts nothing.
+ */
+static void metric_add(const struct relay *r, enum shm_counter_id id, uint64_t n)
+{
+	if (r->cfg.stats)
+		stats_counter_add(r->cfg.stats, id, n);
+}
+
+static void metric_set(const struct relay *r, enum shm_gauge_id id, int64_t v)
+{
+	if (r->cfg.stats)
+		stats_gauge_set(r->cfg.stats, id, v);
+}
+
 /* ---- Kafka ---- */
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -111,7 +127,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 	r->queue_full = false;
 	if (m->err) {
 		r->resend = true;
-		stats_counter_add(r->cfg.stats, MET_EVENT_DELIVERY_FAILURES, 1);
+		metric_add(r, MET_EVENT_DELIVERY_FAILURES, 1);
 		log_warn("relay: event %lld not delivered: %s", (long long)id,
 			 rd_kafka_err2str(m->err));
 		return;
@@ -227,7 +243,7 @@ static void produce_fifo(struct relay *r)
 			r->resend = true;
 		} else {
 			r->in_flight++;
-			stats_counter_add(r->cfg.stats, MET_EVENTS_PRODUCED, 1);
+			metric_add(r, MET_EVENTS_PRODUCED, 1);
 		}
 		event_rec_clear(&r->fifo[k].e);
 		k++;
@@ -394,7 +410,7 @@ static void on_sealed(PGresult *res, void *arg)
 			r->fifo[i].batch = 0;
 			n++;
 		}
-	stats_counter_add(r->cfg.stats, MET_EVENTS_SEALED, n);
+	metric_add(r, MET_EVENTS_SEALED, n);
 	free(c);
 	CRASHPOINT("relay_after_seal"); /* sealed and committed, nothing produced yet */
 	produce_fifo(r);
@@ -559,8 +575,7 @@ static void on_counted(PGresult *res, void *arg)
 
 	r->counting = false;
 	if (pgq_ok(res) && PQntuples(res) == 1)
-		stats_gauge_set(r->cfg.stats, MET_EVENTS_BACKLOG,
-				strtoll(PQgetvalue(res, 0, 0), NULL, 10));
+		metric_set(r, MET_EVENTS_BACKLOG, strtoll(PQgetvalue(res, 0, 0), NULL, 10));
 }
 
 /* "{v,...}" of the vshards, and "{vshard:v,...,name}" of every chain. */
@@ -598,7 +613,7 @@ static void mark(struct relay *r, int64_t now)
 	p[0] = ids;
 	if (pgq_send(&r->pg, "SELECT outbox.events_published($1::bigint[])", 1, p, on_marked, r) ==
 	    0) {
-		stats_counter_add(r->cfg.stats, MET_EVENTS_PUBLISHED, r->n_marks);
+		metric_add(r, MET_EVENTS_PUBLISHED, r->n_marks);
 		r->n_marks = 0;
 		r->marking = true;
 	}
@@ -715,7 +730,7 @@ void relay_tick(struct relay *r, int64_t now)
 			r->resend = true;
 		}
 	}
-	stats_gauge_set(r->cfg.stats, MET_KAFKA_QUEUE, rd_kafka_outq_len(r->rk));
+	metric_set(r, MET_KAFKA_QUEUE, rd_kafka_outq_len(r->rk));
 	if (!pgq_connected(&r->pg))
 		return;
 	produce_fifo(r);

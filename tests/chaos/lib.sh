@@ -280,8 +280,12 @@ kafka_topic() {
 
 # The environment every scenario's outboxd runs with; callers add or override.
 outboxd_env() {
+	# the gateway on a port of its own: scenarios (and the soak) may run
+	# side by side, and other work on the machine may hold the default 8080
+	HTTP_PORT=${HTTP_PORT:-$(free_port $((31000 + $$ % 1500)))}
 	OUTBOXD_ENV=(
 		"OUTBOX_DATABASE_URL=$DB_URL"
+		"OUTBOX_HTTP_ADDR=127.0.0.1:$HTTP_PORT"
 		"STELLAR_RPC_URL=$SIM/"
 		"STELLAR_NETWORK_PASSPHRASE=$PASSPHRASE"
 		"OUTBOX_SIGNER_KEYS_FILE=$T/keys"
@@ -300,9 +304,10 @@ outboxd_env() {
 		"FEE_ORACLE_POLL_MS=500"
 		"FEE_ORACLE_TTL_MS=2000"
 		"OUTBOX_LOG_FORMAT=kv"
-		"OUTBOX_KAFKA_BROKERS=$KAFKA"
-		"OUTBOX_KAFKA_TOPIC=$TOPIC"
 	)
+	# (KAFKA empty: no relay, events stay in outbox.events - the backlog
+	# scenario's million ENQUEUED events are not for a shared broker)
+	[[ -z $KAFKA ]] || OUTBOXD_ENV+=("OUTBOX_KAFKA_BROKERS=$KAFKA" "OUTBOX_KAFKA_TOPIC=$TOPIC")
 }
 
 # outboxd_spawn [KEY=VALUE...]: start it (log appended to $T/outboxd.log), no wait.

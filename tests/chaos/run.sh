@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 export OUTBOX_BUILD_DIR=${OUTBOX_BUILD_DIR:-$ROOT/build}
-ALL=(keys_file pg_restart pg_starved sim_restart supervisor_kill hostile_rpc secrets)
+ALL=(keys_file pg_restart pg_starved sim_restart supervisor_kill hostile_rpc secrets backlog)
 SCENARIOS=("$@")
 ((${#SCENARIOS[@]})) || SCENARIOS=("${ALL[@]}")
 for s in "${SCENARIOS[@]}"; do

@@ -4,8 +4,12 @@
 #
 # A steady load of RATE ops/s (default 20) through outboxd + stellar-sim +
 # Kafka on a private PostgreSQL for N minutes, sampled once a minute: every
-# outboxd process's resident memory (VmRSS) and open descriptors, and the ops
-# confirmed in that minute. A line per minute goes to stderr.
+# outboxd process's resident memory (VmRSS) and open descriptors, the ops
+# enqueued and confirmed in that minute, the ops still open (PENDING or
+# SUBMITTED: outboxd keeping up shows as a small, flat number) and the
+# machine's 1-minute load average (the summary's soak.per_minute). A line per
+# minute goes to stderr. The load is one psql per batch of 20: on a busy
+# machine it may offer less than RATE; "enqueued" says what it offered.
 #
 # Fails when, between the first sample (after a minute of warm-up) and the
 # last, a process's RSS grew by more than CHAOS_RSS_GROWTH_MB (default 16 MiB:
@@ -71,14 +75,25 @@ sample() {
 per_minute='[]'
 first=""
 prev=$(confirmed)
+prev_acked=$(acked)
+t_start=$(now_ms)
 for m in $(seq 1 "$MINUTES"); do
-	sleep 60
+	# on the minute from the start (sampling takes seconds on a busy machine)
+	wait_ms=$((t_start + m * 60000 - $(now_ms)))
+	((wait_ms > 0)) && sleep "$(awk -v n="$wait_ms" 'BEGIN{printf "%.3f", n/1000}')"
 	now=$(confirmed)
+	a=$(acked)
+	open=$(open_ops)
 	s=$(sample)
+	read -r l1 _ </proc/loadavg
 	((m == 1)) && first=$s
-	per_minute=$(jq -c --argjson m "$m" --argjson c "$((now - prev))" '. + [{minute: $m, confirmed: $c}]' <<<"$per_minute")
-	log "minute $m: $((now - prev)) confirmed, $(jq -c 'map_values({rss_kb, fds})' <<<"$s")"
+	per_minute=$(jq -c --argjson m "$m" --argjson c "$((now - prev))" --argjson e "$((a - prev_acked))" \
+		--argjson o "$open" --argjson l "$l1" --argjson s "$s" \
+		'. + [{minute: $m, enqueued: $e, confirmed: $c, open: $o, load1: $l,
+		       processes: ($s | map_values({rss_kb, fds}))}]' <<<"$per_minute")
+	log "minute $m: $((a - prev_acked)) enqueued, $((now - prev)) confirmed, $open open, load $l1, $(jq -c 'map_values({rss_kb, fds})' <<<"$s")"
 	prev=$now
+	prev_acked=$a
 	kill -0 "$OUTBOXD_PID" 2>/dev/null || die "outboxd exited at minute $m"
 done
 last=$(sample)

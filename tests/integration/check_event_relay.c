@@ -11,7 +11,9 @@
  *	    arrive after its restart;
  *	a row changed or cut off in outbox.events: audit --verify says where;
  *	a relay whose database is down does not make its owner's loop spin;
- *	reads that keep failing (a lock, a statement_timeout) warn once.
+ *	reads that keep failing (a lock, a statement_timeout) warn once;
+ *	a relay without a stats block (relay.h allows it) seals, produces and
+ *	    marks published like any other.
  */
 #include "common/idempotency.h"
 #include "common/stellar/sign.h"
@@ -364,8 +366,6 @@ START_TEST(test_database_down_does_not_spin)
 	socklen_t len = sizeof(a);
 	int ls = socket(AF_INET, SOCK_STREAM, 0), ep = epoll_create1(0);
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	/* relay.h allows no stats block, but relay_tick sets a gauge in it */
-	static struct shm_stats_block stats;
 	char db[128];
 	struct relay *r;
 	long turns = 0;
@@ -383,8 +383,7 @@ START_TEST(test_database_down_does_not_spin)
 					     .client = "check-relay",
 					     .ep = ep,
 					     .tag_pg = 1,
-					     .tag_kafka = 2,
-					     .stats = &stats},
+					     .tag_kafka = 2},
 		      &err);
 	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
 	relay_set_chain(r, "oracle:check"); /* a resend is due, reads too */
@@ -494,6 +493,54 @@ START_TEST(test_failing_reads_warn_once)
 }
 END_TEST
 
+/*
+ * relay.h: the stats block may be NULL. Every metric the relay keeps is
+ * touched on the way of one event: sealed, produced, delivered, marked
+ * published, the backlog gauge and the producer's queue gauge.
+ */
+START_TEST(test_no_stats_block)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct pgtest_db db;
+	int ep = epoll_create1(0);
+	char t[128];
+	PGconn *c;
+	PGresult *res;
+	struct relay *r;
+	bool published = false;
+
+	kafkatest_require_broker();
+	kafkatest_fresh_topic(t, sizeof(t), "relay-nostats", 1);
+	ck_assert_int_ge(ep, 0);
+	pgtest_setup(&db, 8);
+	c = pgtest_connect(&db);
+	pgtest_exec(c, "SELECT outbox.fee_event('nostats', '{\"base_fee\": 100}')");
+	r = relay_new(&(struct relay_config){.brokers = kafkatest_brokers(),
+					     .topic = t,
+					     .database = db.conninfo,
+					     .client = "check-relay",
+					     .ep = ep,
+					     .tag_pg = 1,
+					     .tag_kafka = 2},
+		      &err);
+	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
+	relay_set_chain(r, "oracle:nostats");
+	for (int64_t end = mono_ms() + 60000; !published && mono_ms() < end;) {
+		relay_run(r, ep, 250);
+		res = PQexec(c,
+			     "SELECT count(*) FROM outbox.events WHERE published_at IS NOT NULL");
+		published =
+			PQresultStatus(res) == PGRES_TUPLES_OK && atoi(PQgetvalue(res, 0, 0)) == 1;
+		PQclear(res);
+	}
+	ck_assert_msg(published, "the event was not marked published within 60 s");
+	relay_free(r, 1000);
+	PQfinish(c);
+	pgtest_teardown(&db);
+	close(ep);
+}
+END_TEST
+
 static Suite *event_relay_suite(void)
 {
 	Suite *s = suite_create("event_relay");
@@ -511,6 +558,7 @@ static Suite *event_relay_suite(void)
 	dh_add_case(s, "tampering", test_tampering_is_found, 200);
 	dh_add_case(s, "database_down", test_database_down_does_not_spin, 60);
 	dh_add_case(s, "failing_reads", test_failing_reads_warn_once, 60);
+	dh_add_case(s, "no_stats_block", test_no_stats_block, 120);
 	return s;
 }
 

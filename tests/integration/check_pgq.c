@@ -9,7 +9,8 @@
  * idle connection; and a connect to a server that never answers does not
  * block the event loop and gives up at the deadline; an outage is logged
  * once per episode (a warning when it begins, a line when it ends); what
- * the server says to an idle session comes out as a log line, never raw.
+ * the server says to an idle session comes out as a log line, never raw;
+ * a connection we close ourselves (an orderly shutdown) is no warning.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -388,6 +389,26 @@ START_TEST(test_outage_logs_once_per_episode)
 }
 END_TEST
 
+static void release_it(void *arg)
+{
+	pgq_release(arg);
+}
+
+/* Closing our own connection (every role's orderly shutdown) warns of nothing. */
+START_TEST(test_release_is_no_warning)
+{
+	struct pgq x;
+	char text[4096];
+
+	ck_assert_int_eq(pgq_init(&x, db.conninfo, "check_pgq", ep, 9, NULL, NULL, NULL), 0);
+	pump_until_connected(&x, 5000);
+	ck_assert(pgq_connected(&x));
+	capture_log(release_it, &x, text, sizeof(text));
+	ck_assert_msg(count(text, "level=warn") == 0 && count(text, "connection lost") == 0,
+		      "want no warning, got:\n%s", text);
+}
+END_TEST
+
 /* The server ends our idle session; the loop only listens until the queue notices. */
 static void terminated_while_idle(void *arg)
 {
@@ -438,6 +459,7 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_idle_connection_sends_alone);
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	tcase_add_test(tc, test_outage_logs_once_per_episode);
+	tcase_add_test(tc, test_release_is_no_warning);
 	tcase_add_test(tc, test_server_messages_go_through_the_log);
 	suite_add_tcase(s, tc);
 	return s;
