@@ -525,6 +525,37 @@ static void bad_bytes(struct hs *h)
 	hs_served(h, "127.0.0.2");
 }
 
+/* Send raw and count the 200s in all the gateway answers until it closes. */
+static int answers_200(struct hs *h, const char *raw)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	int fd = hs_connect(h, "127.0.0.1"), n = 0;
+
+	ck_assert_ptr_nonnull(buf);
+	hs_send(fd, raw, strlen(raw));
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t r;
+
+		ck_assert_msg(poll(&p, 1, 120000) == 1, "pipelined requests: never closed");
+		if (len + 4096 + 1 > cap) {
+			buf = realloc(buf, cap *= 2);
+			ck_assert_ptr_nonnull(buf);
+		}
+		r = recv(fd, buf + len, 4096, 0);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	for (const char *q = buf; (q = strstr(q, "HTTP/1.1 200")); q++)
+		n++;
+	close(fd);
+	free(buf);
+	return n;
+}
+
 /* Garbage, alone and after a good request on the same connection. */
 static void garbage(struct hs *h)
 {
@@ -547,14 +578,7 @@ static void garbage(struct hs *h)
 	for (int i = 0; i < 199; i++)
 		strcat(many, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
 	strcat(many, "\xff\xff\xff\r\n\r\n");
-	hs_send_read(h, "127.0.0.1", many, strlen(many), true, &a);
-	{
-		int n = 0;
-
-		for (const char *p = a.text; (p = strstr(p, "HTTP/1.1 200")); p++)
-			n++;
-		ck_assert_msg(n == 199, "%d of 199 pipelined requests answered", n);
-	}
+	ck_assert_int_eq(answers_200(h, many), 199);
 	free(many);
 	hs_served(h, "127.0.0.2");
 }
