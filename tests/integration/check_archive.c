@@ -146,6 +146,24 @@ START_TEST(test_only_old_published_terminal_ops_move)
 			 id);
 		ck_assert_int_eq(pgtest_scalar(c, sql), 1);
 	}
+	/* ... and so does outboxctl ops show, which says it is archived */
+	{
+		char cmd[1024], out[8192];
+		const char *build = getenv("OUTBOX_BUILD_DIR");
+		size_t n;
+		FILE *p;
+
+		ck_assert_ptr_nonnull(build);
+		snprintf(cmd, sizeof(cmd),
+			 "OUTBOX_DATABASE_URL='%s' %s/outboxctl ops show %lld 2>&1", db.conninfo,
+			 build, id);
+		p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		n = fread(out, 1, sizeof(out) - 1, p);
+		out[n] = '\0';
+		ck_assert_int_eq(pclose(p), 0);
+		ck_assert_msg(strstr(out, "archived") && strstr(out, "CONFIRMED"), "%s", out);
+	}
 	PQfinish(c);
 }
 END_TEST
