@@ -3,14 +3,15 @@
 -- The contract of 0002 is unchanged (arguments, result, SQLSTATEs, fields
 -- and messages, the first event); what changes is how much work a valid
 -- intent costs. bench_enqueue measured the 0002 function at about a third of
--- a plain INSERT's rate, and the time went to (per enqueue, one backend):
+-- a plain INSERT's rate, and the time went to (per enqueue, CPU of one
+-- backend; README.md, Benchmarks, has the runs):
 --   * decoding two StrKeys in PL/pgSQL (signer and payload.account), about
---     120 us each: seven loop turns of a dozen PL/pgSQL expressions;
+--     35 us each: seven loop turns of a dozen PL/pgSQL expressions;
 --   * vshard_of(signer), a PL/pgSQL call that reads outbox.settings, three
---     times (once in enqueue, twice in the identity trigger), ~25 us each;
+--     times (once in enqueue, twice in the identity trigger), ~10 us each;
 --   * regular expressions with bounded repetition ('^G[A-Z2-7]{55}$' in the
 --     identity trigger, '^[A-Z][A-Z_]{0,47}$' on every events row), which
---     PostgreSQL's engine expands into large automata: ~12-14 us each;
+--     PostgreSQL's engine expands into large automata: over 10 us each;
 --   * a dozen PL/pgSQL statements for the checks and two for the writes.
 -- Here:
 --   * account_strkey_valid(): the same StrKey rule (56 base32 characters,
@@ -24,8 +25,8 @@
 --     are base32's): 6 bits a character, the first always 0, 336 in all.
 --     The 16 masks below are in that layout; check_enqueue compares this
 --     function with account_strkey_problem() over every one-character
---     change of several keys, so a wrong mask cannot go unnoticed. About
---     12 us instead of 120.
+--     change of 100 keys, so a wrong mask cannot go unnoticed. About
+--     5 us instead of 35.
 --   * enqueue checks a valid intent with one expression (intent_valid:
 --     the same rules as 0002, each written without a loop or a bounded
 --     repetition) and, only when it is false, runs 0002's checks in 0002's
@@ -66,7 +67,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
 $$;
 
 -- Is v a valid account StrKey (G...)? Exactly account_strkey_problem(v) IS
--- NULL, at a tenth of its cost (see the header). PL/pgSQL only to decode
+-- NULL, at a seventh of its cost (see the header). PL/pgSQL only to decode
 -- once and test the 16 parities in one expression.
 CREATE FUNCTION outbox.account_strkey_valid(v text) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
@@ -79,7 +80,7 @@ BEGIN
 			OR v !~ '^[A-Z2-7]+$' THEN
 		RETURN false;
 	END IF;
-	-- replace(), not translate(): translate() costs ~20 us on 56 characters.
+	-- replace(), not translate(): translate() costs far more on 56 characters.
 	b := ('x' || encode(decode(replace(replace(replace(replace(replace(replace(v,
 		'2', 'a'), '3', 'b'), '4', 'c'), '5', 'd'), '6', 'e'), '7', 'f'), 'base64'),
 		'hex'))::bit(336);
