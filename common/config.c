@@ -33,6 +33,7 @@ enum var_type {
 	V_BROKERS,  /* host:port[,host:port...] */
 	V_LOGFMT,   /* kv|json */
 	V_LOGLEVEL, /* debug|info|warn|error */
+	V_AGE,      /* off | <n>h | <n>d, stored in hours */
 };
 
 enum var_flags {
@@ -99,6 +100,10 @@ static const struct var vars[] = {
 	 "a new congestion level must hold this long before it is published, in ms"},
 	{"FEE_ORACLE_LEDGER_MAX_TX", V_INT, VF_RELOAD, F(fee_oracle_ledger_max_tx), "2000", 1, 1000000,
 	 "Soroban transactions per ledger at capacity (ledgerMaxTxCount) for capacity usage"},
+	{"OUTBOX_ARCHIVE_AFTER", V_AGE, VF_RELOAD, F(archive_after_h), "7d", 0, 0,
+	 "CONFIRMED, FAILED and CANCELLED ops whose events are all on Kafka move from outbox.ops "
+	 "to outbox.ops_archive this long after their last change (the oracle, every minute); "
+	 "off: they stay"},
 	/* supervision */
 	{"OUTBOX_HEARTBEAT_TIMEOUT_MS", V_INT, VF_RELOAD, F(heartbeat_timeout_ms), "5000", 100, 600000,
 	 "a child silent this long is killed and restarted, in ms"},
@@ -155,6 +160,26 @@ static const struct var *var_find(const char *name)
 		if (!strcmp(vars[i].name, name))
 			return &vars[i];
 	return NULL;
+}
+
+int config_parse_age(const char *s, int64_t *hours)
+{
+	char num[16];
+	size_t n = strlen(s);
+	int64_t v;
+
+	if (!strcmp(s, "off")) {
+		*hours = 0;
+		return 0;
+	}
+	if (n < 2 || n > sizeof(num) || (s[n - 1] != 'h' && s[n - 1] != 'd'))
+		return -EINVAL;
+	memcpy(num, s, n - 1);
+	num[n - 1] = '\0';
+	if (config_parse_i64(num, &v) || v < 1 || v > (s[n - 1] == 'd' ? 3650 : 3650 * 24))
+		return -EINVAL;
+	*hours = s[n - 1] == 'd' ? v * 24 : v;
+	return 0;
 }
 
 int config_parse_i64(const char *s, int64_t *out)
@@ -259,12 +284,15 @@ static void describe(const struct var *v, char *buf, size_t cap)
 {
 	switch (v->type) {
 	case V_INT:
-		if (v->min == v->max) /* one value: the only one is OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT */
-			snprintf(buf, cap,
-				 "%lld only: the network queues one transaction per source account, "
-				 "and a second would sign the next sequence number before the first is "
-				 "proven to have used its own",
-				 (long long)v->min);
+		if (v->min ==
+		    v->max) /* one value: the only one is OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT */
+			snprintf(
+				buf, cap,
+				"%lld only: the network queues one transaction per source account, "
+				"and a second would sign the next sequence number before the first "
+				"is "
+				"proven to have used its own",
+				(long long)v->min);
 		else
 			snprintf(buf, cap, "an integer in %lld..%lld", (long long)v->min,
 				 (long long)v->max);
@@ -301,6 +329,9 @@ static void describe(const struct var *v, char *buf, size_t cap)
 		break;
 	case V_LOGLEVEL:
 		snprintf(buf, cap, "debug, info, warn or error");
+		break;
+	case V_AGE:
+		snprintf(buf, cap, "<n>h or <n>d (hours or days), 1h to 3650d, or off");
 		break;
 	}
 }
@@ -420,6 +451,10 @@ static int parse_one(const struct var *v, struct outbox_config *cfg, const char 
 		return 0;
 	case V_LOGLEVEL:
 		if (log_level_parse(val, (enum log_level *)field))
+			return bad_value(v, val, NULL, err);
+		return 0;
+	case V_AGE:
+		if (config_parse_age(val, (int64_t *)field))
 			return bad_value(v, val, NULL, err);
 		return 0;
 	}
@@ -657,6 +692,7 @@ static bool field_equal(const struct var *v, const struct outbox_config *a,
 
 	switch (v->type) {
 	case V_INT:
+	case V_AGE:
 		return *(const int64_t *)fa == *(const int64_t *)fb;
 	case V_MULT:
 		return *(const double *)fa == *(const double *)fb;

@@ -66,6 +66,7 @@ struct outbox_config {
 	int64_t fee_oracle_default_base_fee; /* FEE_ORACLE_DEFAULT_BASE_FEE */
 	int64_t fee_oracle_dwell_ms;         /* FEE_ORACLE_DWELL_MS */
 	int64_t fee_oracle_ledger_max_tx;    /* FEE_ORACLE_LEDGER_MAX_TX */
+	int64_t archive_after_h;             /* OUTBOX_ARCHIVE_AFTER in hours; 0 = off */
 
 	/* Supervision (reloadable). */
 	int64_t heartbeat_timeout_ms;   /* OUTBOX_HEARTBEAT_TIMEOUT_MS */
@@ -148,6 +149,11 @@ void config_print_help(FILE *f);
  * parsers that want the same rules.
  */
 int config_parse_i64(const char *s, int64_t *out);
+/*
+ * An archive retention: "off" (0), "<n>h" or "<n>d" (hours, days), 1 h to
+ * 3650 d; *hours receives it. 0 on success, -EINVAL otherwise.
+ */
+int config_parse_age(const char *s, int64_t *hours);
 
 /*
  * Parse a KEY=VALUE file body (bounded, NUL-terminated): '#' comments and

@@ -9,7 +9,8 @@
  * consumer group's committed offsets (and commits what it read). Each event
  * is checked by common/audit.h: duplicates dropped (at least once), per-op
  * sequences without gaps, legal paths through the lifecycle, chain links.
- * --verify also rebuilds every chain from outbox.events (OUTBOX_DATABASE_URL),
+ * --verify also rebuilds every chain from outbox.events_all (outbox.events and
+ * the archived ops' outbox.events_archive, OUTBOX_DATABASE_URL),
  * checks it against outbox.chain_heads, and checks that each event on the
  * topic is the row it claims to be.
  *
@@ -276,7 +277,7 @@ static int read_table(PGconn *c, struct audit *a, size_t *rows)
 
 	if (!PQsendQuery(c, "SELECT e.id, e.op_id, e.seq, e.type, e.from_status, e.to_status, "
 			    "(extract(epoch FROM e.at) * 1000000)::bigint, e.body::text, e.chain, "
-			    "e.chain_seq, e.chain_prev, e.chain_hash FROM outbox.events e "
+			    "e.chain_seq, e.chain_prev, e.chain_hash FROM outbox.events_all e "
 			    "WHERE e.chain_seq IS NOT NULL") ||
 	    !PQsetSingleRowMode(c))
 		return -EIO;
@@ -331,7 +332,7 @@ static void compare_ends(PGconn *c, const struct audit *topic, struct verify *v)
 		sodium_bin2hex(hex, sizeof(hex), ends[i].hash, 32);
 		r = PQexecParams(
 			c,
-			"SELECT encode(chain_hash, 'hex') FROM outbox.events WHERE chain = $1 "
+			"SELECT encode(chain_hash, 'hex') FROM outbox.events_all WHERE chain = $1 "
 			"AND chain_seq = $2::bigint",
 			2, NULL, p, NULL, NULL, 0);
 		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||

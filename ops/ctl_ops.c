@@ -344,6 +344,9 @@ static void print_show(json_t *body)
 		"nextAttemptAt",    "txHash", "lastError", "holdReason", NULL};
 
 	printf("op %lld\n", json_integer_value(json_object_get(op, "id")));
+	/* moved to outbox.ops_archive (schema/0013_archive.sql): shown as it was then */
+	if (json_is_true(json_object_get(body, "archived")))
+		printf("  %-17s %s\n", "archived", str(body, "archivedAt"));
 	for (const char *const *f = fields; *f; f++)
 		printf("  %-17s %s\n", *f, str(op, *f));
 	printf("  %-17s %lld (fee bumps %lld)\n", "attempts",

@@ -2,17 +2,19 @@
  * oracle_main.c - the fee oracle process: one event loop (common/loop.h)
  * whose timer fires every FEE_ORACLE_POLL_MS (the first round at once), plus
  * the RPC client's fd (curl multi sockets behind one epoll fd), the
- * ledger follower's PostgreSQL socket and, with OUTBOX_KAFKA_BROKERS set,
+ * ledger follower's and the archiver's (archiver.h) PostgreSQL sockets and,
+ * with OUTBOX_KAFKA_BROKERS set,
  * the fds of the relay of its FEE_SNAPSHOT events (common/relay.h), with a
  * timeout of at most ORACLE_TICK_MS so the heartbeat never stops and curl's
  * own timers are honoured. Nothing in the loop blocks: the RPC client, the
- * follower's PostgreSQL connection (common/pgq.h) and the relay are all
+ * PostgreSQL connections (common/pgq.h) and the relay are all
  * non-blocking, so a silent RPC node, database server or broker costs the
  * oracle neither its heartbeat nor its fee snapshots. The oracle is the
  * only writer of the fee snapshot; it is not a QSBR reader.
  */
 #include "oracle/oracle_main.h"
 
+#include "oracle/archiver.h"
 #include "oracle/follower.h"
 #include "oracle/oracle.h"
 
@@ -27,7 +29,7 @@
 
 #define ORACLE_TICK_MS 100
 
-enum { EV_RPC = LOOP_TAG_ROLE, EV_FOLLOWER, EV_RELAY_PG, EV_RELAY_KAFKA };
+enum { EV_RPC = LOOP_TAG_ROLE, EV_FOLLOWER, EV_RELAY_PG, EV_RELAY_KAFKA, EV_ARCHIVER };
 
 static int arm_poll_timer(struct oracle *o)
 {
@@ -121,7 +123,8 @@ static int setup(struct oracle *o)
 	return arm_poll_timer(o);
 }
 
-static void handle(struct oracle *o, struct follower *fol, const struct epoll_event *ev)
+static void handle(struct oracle *o, struct follower *fol, struct archiver *arc,
+		   const struct epoll_event *ev)
 {
 	switch (loop_event(&o->loop, ev)) {
 	case LOOP_TIMER:
@@ -133,6 +136,8 @@ static void handle(struct oracle *o, struct follower *fol, const struct epoll_ev
 	case LOOP_ROLE:
 		if (fol && ev->data.u64 == EV_FOLLOWER)
 			follower_on_ready(fol, ev->events);
+		else if (arc && ev->data.u64 == EV_ARCHIVER)
+			archiver_on_ready(arc, ev->events);
 		else if (o->relay &&
 			 (ev->data.u64 == EV_RELAY_PG || ev->data.u64 == EV_RELAY_KAFKA))
 			relay_on_ready(o->relay, ev->data.u64, ev->events);
@@ -159,6 +164,8 @@ int oracle_main(struct child_ctx *ctx)
 	}
 	/* ledger follower (follower.h); the oracle runs without it when out of memory */
 	struct follower *fol = follower_new(ctx, o.rpc, o.loop.ep, EV_FOLLOWER);
+	/* terminal ops to the archive (archiver.h); likewise optional */
+	struct archiver *arc = archiver_new(ctx, o.loop.ep, EV_ARCHIVER);
 	proc_slot_running(o.slot);
 	log_detail(LOG_LVL_INFO, "running", "rpc=%s poll_ms=%lld ttl_ms=%lld dwell_ms=%lld",
 		   rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
@@ -172,6 +179,8 @@ int oracle_main(struct child_ctx *ctx)
 			timeout = ORACLE_TICK_MS;
 		if (fol && follower_timeout_ms(fol) < timeout)
 			timeout = follower_timeout_ms(fol);
+		if (arc && archiver_timeout_ms(arc) < timeout)
+			timeout = archiver_timeout_ms(arc);
 		if (o.relay && relay_timeout_ms(o.relay, mono_ms()) < timeout)
 			timeout = relay_timeout_ms(o.relay, mono_ms());
 		proc_slot_heartbeat(o.slot);
@@ -179,10 +188,12 @@ int oracle_main(struct child_ctx *ctx)
 		stats_counter_add(o.stats, MET_LOOP_ITERATIONS, 1);
 		n = epoll_wait(o.loop.ep, evs, 8, timeout);
 		for (int i = 0; i < n; i++)
-			handle(&o, fol, &evs[i]);
+			handle(&o, fol, arc, &evs[i]);
 		rpc_client_perform(o.rpc);
 		if (fol)
 			follower_tick(fol);
+		if (arc)
+			archiver_tick(arc);
 		if (o.relay)
 			relay_tick(o.relay, mono_ms());
 		loop_check_supervisor(&o.loop);
@@ -191,6 +202,7 @@ int oracle_main(struct child_ctx *ctx)
 	proc_slot_stopping(o.slot);
 	rpc_client_free(o.rpc); /* cancels a round in flight; nothing is published after this */
 	follower_free(fol);
+	archiver_free(arc);
 	relay_free(o.relay, 2000);
 	loop_close(&o.loop);
 	log_info("stopped");

@@ -540,6 +540,11 @@ START_TEST(test_identity_checked_on_insert_frozen_after)
 		{"DEPOSIT:a:b:1", "a:b", "1", G1, "{}", "user_id"},
 		{"DEPOSIT:u:\t", "u", "\t", G1, "{}", "business_record_id"},
 		{"DEPOSIT:u:1", "u", "1", "GSHORT", "{}", "signer"},
+		{"DEPOSIT:u:1", "u", "1",
+		 "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGz", "{}", "signer"},
+		{"DEPOSIT:u:1", "u", "1",
+		 "XA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ", "{}", "signer"},
+		{"DEPOSIT:u:1", "u", "1", G1 "A", "{}", "signer"},
 		{"DEPOSIT:u:1", "u", "1", G1, "{}", "vshard"},
 		{"DEPOSIT:u:1", "u", "1", G1, "[1]", "payload"},
 		{"DEPOSIT:u:2", "u", "1", G1, "{}", "idempotency_key"},
@@ -582,6 +587,79 @@ START_TEST(test_identity_checked_on_insert_frozen_after)
 }
 END_TEST
 
+/*
+ * schema/0012_enqueue_fast.sql decides a valid intent with cheap predicates
+ * and keeps 0002's functions for the error. Each predicate must accept
+ * exactly what its 0002 counterpart accepts: compared here over every
+ * one-character change (and truncation, extension) of 100 generated
+ * accounts and of the test vectors, over amount edges, and for the rewritten
+ * CHECK on events.type, over the edges of its regular expression.
+ */
+START_TEST(test_fast_checks_equal_full_checks)
+{
+	PGconn *c = pgtest_connect(&db);
+	char key[57], sql[160];
+
+	pgtest_exec(c, "CREATE TEMP TABLE k (s text)");
+	for (uint32_t i = 0; i < 100; i++) {
+		pgtest_account(i * 7919u, key);
+		snprintf(sql, sizeof(sql), "INSERT INTO k VALUES ('%s')", key);
+		pgtest_exec(c, sql);
+	}
+	pgtest_exec(c, "INSERT INTO k VALUES ('" G1 "'), ('" G2 "'), ('" G3 "'), ('" C2 "'),"
+		       " ('" S1 "'), ('" G1_BADCRC "'), ('" G_BADVER "')");
+	pgtest_exec(c, "CREATE TEMP TABLE t AS"
+		       " SELECT overlay(k.s placing ch from p for 1) AS s FROM k,"
+		       " generate_series(1, 56) p,"
+		       " unnest(string_to_array('ABGQZ2357a0= ', NULL)) ch"
+		       " UNION ALL SELECT left(k.s, n) FROM k, generate_series(0, 55) n"
+		       " UNION ALL SELECT k.s || 'A' FROM k UNION ALL SELECT lower(k.s) FROM k"
+		       " UNION ALL SELECT NULL");
+	/* The set holds valid keys (each one unchanged) and many near misses. */
+	ck_assert_int_ge(pgtest_scalar(c, "SELECT count(*) FROM t"
+					  " WHERE outbox.account_strkey_problem(s) IS NULL"),
+			 103);
+	ck_assert_int_ge(pgtest_scalar(c, "SELECT count(*) FROM t"
+					  " WHERE outbox.account_strkey_problem(s) IS NOT NULL"),
+			 50000);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE"
+					  " outbox.account_strkey_valid(s) IS DISTINCT FROM"
+					  " (outbox.account_strkey_problem(s) IS NULL)"),
+			 0);
+
+	ck_assert_int_eq(
+		pgtest_scalar(c,
+			      "SELECT count(*) FROM unnest(ARRAY[NULL, '', '0', '00', '01', '1',"
+			      " '9', '10', '-1', '+1', '1.0', ' 1', '1 ', '1e5', 'x', '١',"
+			      " '170141183460469231731687303715884105727',"
+			      " '170141183460469231731687303715884105728',"
+			      " '170141183460469231731687303715884105726',"
+			      " '099999999999999999999999999999999999999',"
+			      " repeat('9', 38), repeat('9', 39), repeat('1', 39), repeat('1', 40),"
+			      " '1' || repeat('0', 39), '0' || repeat('9', 38)]) a"
+			      " WHERE outbox.amount_valid(a) IS DISTINCT FROM"
+			      " (outbox.amount_problem(a) IS NULL)"),
+		0);
+
+	/* events.type: the rewritten CHECK accepts what '^[A-Z][A-Z_]{0,47}$' did. */
+	pgtest_exec(c,
+		    "SELECT outbox.enqueue('DEPOSIT', 'u1', 'r1', '" G1 "', '" PAY(G2, "5") "')");
+	pgtest_exec(c, "CREATE FUNCTION pg_temp.accepts(t text, n integer) RETURNS boolean"
+		       " LANGUAGE plpgsql AS $$ BEGIN INSERT INTO outbox.events (op_id, seq, type)"
+		       " SELECT min(id), n, t FROM outbox.ops; RETURN true;"
+		       " EXCEPTION WHEN check_violation THEN RETURN false; END $$");
+	ck_assert_int_eq(
+		pgtest_scalar(c, "SELECT count(*) FROM unnest(ARRAY['A', 'ENQUEUED', 'A_B', 'A_',"
+				 " 'Z', repeat('A', 48), repeat('A', 49), 'A' || repeat('_', 47),"
+				 " 'A' || repeat('_', 48), '', '_A', 'a', 'Aa', 'A1', 'A B', 'É',"
+				 " 'AÉ', 'A-B']) WITH ORDINALITY x(t, n)"
+				 " WHERE pg_temp.accepts(t, 100 + n::integer)"
+				 " IS DISTINCT FROM (t ~ '^[A-Z][A-Z_]{0,47}$')"),
+		0);
+	PQfinish(c);
+}
+END_TEST
+
 /* ---- bad input: OUTBOX_EINVAL naming the field, nothing written ---- */
 
 static const struct bad_case {
@@ -606,6 +684,13 @@ static const struct bad_case {
 	{"account checksum", "DEPOSIT", "u1", "r1", G1, PAY(G1_BADCRC, "1"), NULL,
 	 "payload.account"},
 	{"contract as account", "DEPOSIT", "u1", "r1", G1, PAY(C2, "1"), NULL, "payload.account"},
+	{"seed as account", "WITHDRAW", "u1", "r1", G1, PAY(S1, "1"), NULL, "payload.account"},
+	{"account version byte", "DEPOSIT", "u1", "r1", G1, PAY(G_BADVER, "1"), NULL,
+	 "payload.account"},
+	{"referral account checksum", "REFERRAL_REWARD", "u1", NULL, G1,
+	 REF(G1_BADCRC, "5", "c1", "referrer"), NULL, "payload.account"},
+	{"amount 39 nines", "WITHDRAW", "u1", "r1", G1,
+	 PAY(G2, "999999999999999999999999999999999999999"), NULL, "payload.amount"},
 	{"amount 0", "WITHDRAW", "u1", "r1", G1, PAY(G2, "0"), NULL, "payload.amount"},
 	{"amount negative", "WITHDRAW", "u1", "r1", G1, PAY(G2, "-5"), NULL, "payload.amount"},
 	{"amount plus sign", "WITHDRAW", "u1", "r1", G1, PAY(G2, "+5"), NULL, "payload.amount"},
@@ -758,6 +843,7 @@ int main(void)
 	tcase_add_test(tc, test_wakeup_for_critical_work);
 	tcase_add_test(tc, test_repeatable_read_race_is_retryable);
 	tcase_add_test(tc, test_identity_checked_on_insert_frozen_after);
+	tcase_add_test(tc, test_fast_checks_equal_full_checks);
 	suite_add_tcase(s, tc);
 
 	/* One database for all bad inputs: each case proves it wrote nothing. */

@@ -60,6 +60,7 @@ START_TEST(test_config_defaults)
 	ck_assert_int_eq(config_load(&c, kv_lookup, &kv, 0, &err), 0);
 	ck_assert_int_eq(c.dispatch_interval_ms, 1000);
 	ck_assert_int_eq(c.max_attempts, 5);
+	ck_assert_int_eq(c.archive_after_h, 7 * 24);
 	ck_assert_int_eq(c.backoff_base_ms, 2000);
 	ck_assert_int_eq(c.backoff_max_ms, 120000);
 	ck_assert_int_eq(c.submitted_timeout_ms, 90000);
@@ -131,6 +132,11 @@ static const struct bad {
 	{"FEE_ORACLE_DEFAULT_BASE_FEE", "99", "an integer in 100..4294967295"},
 	{"FEE_ORACLE_DWELL_MS", "+5", "an integer in 0..3600000"},
 	{"FEE_ORACLE_LEDGER_MAX_TX", "0", "an integer in 1..1000000"},
+	{"OUTBOX_ARCHIVE_AFTER", "7", "<n>h or <n>d (hours or days), 1h to 3650d, or off"},
+	{"OUTBOX_ARCHIVE_AFTER", "0d", "<n>h or <n>d"},
+	{"OUTBOX_ARCHIVE_AFTER", "3651d", "<n>h or <n>d"},
+	{"OUTBOX_ARCHIVE_AFTER", "1w", "<n>h or <n>d"},
+	{"OUTBOX_ARCHIVE_AFTER", "OFF", "<n>h or <n>d"},
 	{"OUTBOX_HEARTBEAT_TIMEOUT_MS", "99", "an integer in 100..600000"},
 	{"OUTBOX_RESTART_BACKOFF_MAX_MS", "9", "an integer in 10..600000"},
 	{"OUTBOX_DRAIN_TIMEOUT_MS", "600001", "an integer in 100..600000"},
@@ -202,6 +208,34 @@ START_TEST(test_config_every_variable_covered)
 		ck_assert_msg(found, "no bad-value test for %s", n);
 	}
 	ck_assert_ptr_null(config_var_name(config_var_count()));
+}
+END_TEST
+
+/* OUTBOX_ARCHIVE_AFTER: off, hours or days, within 1 h .. 3650 d. */
+START_TEST(test_config_age)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		int64_t hours;
+	} cases[] = {
+		{"off", 0, 0},         {"1h", 0, 1},
+		{"7d", 0, 168},        {"3650d", 0, 87600},
+		{"87600h", 0, 87600},  {"87601h", -EINVAL, 0},
+		{"3651d", -EINVAL, 0}, {"0h", -EINVAL, 0},
+		{"h", -EINVAL, 0},     {"", -EINVAL, 0},
+		{"7", -EINVAL, 0},     {"-1d", -EINVAL, 0},
+		{"1.5d", -EINVAL, 0},  {" 1d", -EINVAL, 0},
+		{"1dd", -EINVAL, 0},   {"99999999999999999999d", -EINVAL, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t h = -1;
+
+		ck_assert_msg(config_parse_age(cases[i].s, &h) == cases[i].rc, "'%s'", cases[i].s);
+		if (!cases[i].rc)
+			ck_assert_int_eq(h, cases[i].hours);
+	}
 }
 END_TEST
 
@@ -491,6 +525,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_config_file_overlay);
 	tcase_add_test(tc, test_config_file_errors);
 	tcase_add_test(tc, test_config_reload);
+	tcase_add_test(tc, test_config_age);
 	suite_add_tcase(s, tc);
 	return s;
 }
