@@ -148,15 +148,17 @@ START_TEST(test_only_old_published_terminal_ops_move)
 	}
 	/* ... and so does outboxctl ops show, which says it is archived */
 	{
-		char cmd[1024], out[8192];
+		char cmd[sizeof(db.conninfo) + 4096 + 64], out[8192];
 		const char *build = getenv("OUTBOX_BUILD_DIR");
 		size_t n;
 		FILE *p;
 
 		ck_assert_ptr_nonnull(build);
-		snprintf(cmd, sizeof(cmd),
-			 "OUTBOX_DATABASE_URL='%s' %s/outboxctl ops show %lld 2>&1", db.conninfo,
-			 build, id);
+		ck_assert_int_lt(
+			snprintf(cmd, sizeof(cmd),
+				 "OUTBOX_DATABASE_URL='%s' %.4096s/outboxctl ops show %lld 2>&1",
+				 db.conninfo, build, id),
+			(int)sizeof(cmd));
 		p = popen(cmd, "r");
 		ck_assert_ptr_nonnull(p);
 		n = fread(out, 1, sizeof(out) - 1, p);
