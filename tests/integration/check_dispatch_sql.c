@@ -469,7 +469,9 @@ static long long claim_buffers(PGconn *c, long long e, int batch, int *rows)
 START_TEST(test_claim_ignores_busy_backlog)
 {
 	PGconn *c = pgtest_connect(&db);
-	long long e = lease(c, OWNER, 0), ids[64], busy_pages, before, after;
+	/* an hour's lease: the 100 000-row insert may take long on a busy machine */
+	long long e = num(c, "SELECT outbox.lease_acquire('" OWNER "', 0, 3600000)"), ids[64],
+		  busy_pages, before, after;
 	int rows;
 
 	enq(c, "u0", "first", 0, "CRITICAL");
