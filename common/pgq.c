@@ -471,7 +471,12 @@ static void log_pg_notice(void *arg, const char *message)
 {
 	char line[512];
 	size_t n = 0;
-	bool minor = strncmp(message, "NOTICE:", 7) == 0 || strncmp(message, "INFO:", 5) == 0;
+	/*
+	 * Only a WARNING is one: a FATAL (a shutdown, a terminate) is followed
+	 * at once by the loss of the connection, which is the episode's warning
+	 * (pgq logs one per episode), and NOTICE or INFO is information.
+	 */
+	bool warning = strncmp(message, "WARNING:", 8) == 0;
 
 	(void)arg;
 	/* One log line: the server's DETAIL/HINT lines are joined, the text is bounded. */
@@ -480,7 +485,8 @@ static void log_pg_notice(void *arg, const char *message)
 	while (n && line[n - 1] == ' ')
 		n--;
 	line[n] = '\0';
-	log_detail(minor ? LOG_LVL_INFO : LOG_LVL_WARN, "postgresql says %s", "source=libpq", line);
+	log_detail(warning ? LOG_LVL_WARN : LOG_LVL_INFO, "postgresql says %s", "source=libpq",
+		   line);
 }
 
 void pgq_tick(struct pgq *q, int64_t now_ms)
