@@ -1,8 +1,8 @@
 -- 0004_dispatch.sql - the dispatch engine's SQL side: shard leases with
 -- fencing, per-signer lanes, the claim, write-ahead attempts, outcomes,
 -- recovery, admin operations, lifecycle legality and terminal NOTIFY.
--- The contract with the worker: /work/notes/dispatch-contract.md (summary
--- at each function below). All functions live in schema outbox.
+-- The contract with the worker: schema/README.md, "The dispatch contract"
+-- (summary at each function below). All functions live in schema outbox.
 --
 -- Errors: SQLSTATE OB403 fence failed (lease not held with that epoch, or
 -- an op outside the fenced vshard); OB404 unknown op; OB409 the op's state

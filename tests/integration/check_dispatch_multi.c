@@ -54,8 +54,8 @@ static pid_t random_child(struct proc_harness *h, unsigned rnd, bool workers_onl
 	json_array_foreach(json_object_get(s, "processes"), i, row)
 	{
 		const char *role = json_string_value(json_object_get(row, "role"));
-		if (role && strcmp(role, "supervisor") && (!workers_only || !strcmp(role, "worker")) &&
-		    ph_is_running(row) && n < 64)
+		if (role && strcmp(role, "supervisor") &&
+		    (!workers_only || !strcmp(role, "worker")) && ph_is_running(row) && n < 64)
 			pids[n++] = (pid_t)ph_int(row, "pid");
 	}
 	json_decref(s);
@@ -95,8 +95,8 @@ static void set_random_lag(struct proc_harness *h, unsigned rnd)
 		break;
 	default:
 		snprintf(body, sizeof(body),
-			 "{\"ingest_lag_ledgers\": %u, \"ingest_lag_alt_ledgers\": %u}", rnd / 3 % 3,
-			 3 + rnd / 9 % 8);
+			 "{\"ingest_lag_ledgers\": %u, \"ingest_lag_alt_ledgers\": %u}",
+			 rnd / 3 % 3, 3 + rnd / 9 % 8);
 	}
 	ph_sim_post(h, "/debug/faults", body);
 }
@@ -208,8 +208,7 @@ START_TEST(test_dispatch_chaos)
 	ck_assert_msg(wait_terminal(&f, 150000), "ops still open after chaos: %lld", open_ops(&f));
 	ck_assert_int_gt(kills, 0);
 	ck_assert_int_gt(freezes, 0);
-	printf("{\"test\":\"chaos\",\"ops\":2000,\"kills\":%d,\"freezes\":%d}\n", kills,
-	       freezes);
+	printf("{\"test\":\"chaos\",\"ops\":2000,\"kills\":%d,\"freezes\":%d}\n", kills, freezes);
 	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
 					    "'CONFIRMED'"),
 			 2000);

@@ -542,8 +542,10 @@ static char *simulate_error(const struct acct *a, enum vault_fn fn, const char *
 {
 	struct txbuild b;
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	struct txbuild_source src = {
-		.account = a->g, .seq_num = a->seq + 1, .fee = 100, .max_time = (uint64_t)time(NULL) + 300};
+	struct txbuild_source src = {.account = a->g,
+				     .seq_num = a->seq + 1,
+				     .fee = 100,
+				     .max_time = (uint64_t)time(NULL) + 300};
 	struct txbuild_vault_call c = {vault, fn, user, amount, "sim", 3};
 	char *b64, params[4096], *e = NULL;
 	json_t *r, *ev;
