@@ -595,6 +595,63 @@ START_TEST(test_lane_lookups_ignore_backlog_statistics)
 }
 END_TEST
 
+/* Shared buffers of one attempt_record call (EXPLAIN ANALYZE BUFFERS: it runs). */
+static long long record_buffers(PGconn *c, long long e, long long op, int attempt, int bump,
+				long long h, long long ih, int signer)
+{
+	char hh[65], ihh[65];
+
+	hash_of(h, hh);
+	hash_of(ih, ihh);
+	return explain_buffers(q(c,
+				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+				 "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, "
+				 "'%s', '%s', '" ENV "', '%s', %lld, 2000000000, %d)",
+				 e, op, attempt, bump, hh, ihh, acc[signer], seq_of(op, attempt),
+				 100 * (bump + 1)),
+			       NULL);
+}
+
+/*
+ * attempt_record's lookups of outbox.attempts stay key probes after the
+ * table grows behind the plans a session cached while it was small
+ * (schema/0015_attempts_probes_by_key.sql: a cached plan read a partial
+ * index whole, every inner attempt of the table per call).
+ */
+START_TEST(test_attempt_record_ignores_attempts_statistics)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), op, pages, b;
+
+	ok(c, "ALTER TABLE outbox.attempts SET (autovacuum_enabled = false)");
+	/* past the five custom plans of each statement: generic plans are cached */
+	for (int i = 0; i < 8; i++) {
+		char brid[16];
+
+		snprintf(brid, sizeof(brid), "small%d", i);
+		op = enq(c, "u1", brid, i % 2, "NORMAL");
+		record(c, e, op, 1, 0, 0x5000 + i, 0x5000 + i, i % 2);
+		record(c, e, op, 1, 1, 0x6000 + i, 0x5000 + i, i % 2);
+	}
+	/* 40 000 decided inner attempts of other ops, no ANALYZE: the plans stay */
+	bulk(c, 0, 40000);
+	ok(c, "INSERT INTO outbox.attempts (op_id, attempt_no, bump_no, tx_hash, inner_tx_hash, "
+	      "envelope_xdr, source_account, source_sequence, max_time, fee, outcome, decided_at) "
+	      "SELECT o.id, 1, 0, lpad(to_hex(o.id + 1000000), 64, '0'), "
+	      "lpad(to_hex(o.id + 1000000), 64, '0'), '" ENV "', o.signer, o.id, 2000000000, 100, "
+	      "'CONFIRMED', now() FROM outbox.ops o WHERE o.user_id = 'bulk'");
+	pages = num(c, "SELECT pg_relation_size('outbox.attempts_account_sequence') / 8192");
+	op = enq(c, "u1", "big", 0, "NORMAL");
+	b = record_buffers(c, e, op, 1, 0, 0x7000, 0x7000, 0);
+	ck_assert_msg(b < 80, "a new inner attempt touched %lld buffers (index: %lld pages)", b,
+		      pages);
+	b = record_buffers(c, e, op, 1, 1, 0x7001, 0x7000, 0);
+	ck_assert_msg(b < 80, "a fee bump touched %lld buffers (index: %lld pages)", b, pages);
+	ck_assert_int_gt(pages, 100);
+	PQfinish(c);
+}
+END_TEST
+
 /* Held users are skipped without delaying others, and resume on release. */
 START_TEST(test_held_users)
 {
@@ -1553,6 +1610,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_claim_per_account_max);
 	tcase_add_test(t, test_claim_ignores_busy_backlog);
 	tcase_add_test(t, test_lane_lookups_ignore_backlog_statistics);
+	tcase_add_test(t, test_attempt_record_ignores_attempts_statistics);
 	tcase_add_test(t, test_held_users);
 	tcase_add_test(t, test_write_ahead_then_confirm);
 	tcase_add_test(t, test_one_live_inner_and_guards);
