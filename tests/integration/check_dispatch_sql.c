@@ -595,6 +595,65 @@ START_TEST(test_lane_lookups_ignore_backlog_statistics)
 }
 END_TEST
 
+/* Shared buffers of one lane_merge call of vshard 0 (EXPLAIN ANALYZE BUFFERS: it runs). */
+static long long merge_buffers(PGconn *c)
+{
+	return explain_buffers(q(c, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+				    "SELECT outbox.lane_merge('{0}')"),
+			       NULL);
+}
+
+/*
+ * A bulk load leaves one lane signal per op (schema/README.md, "Loading a
+ * backlog"). lane_merge takes at most 500 CRITICAL and 500 other signals a
+ * call (schema/0017_bounded_lane_merge.sql): the CRITICAL ones first, even
+ * written after 1 500 others, and the rest by later calls, none left
+ * behind; each call's reads stay bounded, with the plans a session cached
+ * while the table was small.
+ */
+START_TEST(test_lane_merge_bounded_critical_first)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long left = 0, b, worst = 0;
+	int calls = 0;
+
+	ok(c, "ALTER TABLE outbox.lane_signals SET (autovacuum_enabled = false)");
+	for (int i = 0; i < 8; i++) { /* past the five custom plans: generic plans are cached */
+		ok(c, "INSERT INTO outbox.lane_signals VALUES (0, 'warm%d', %d, now())", i, i % 3);
+		ok(c, "SELECT outbox.lane_merge('{0}')");
+	}
+	ok(c, "INSERT INTO outbox.lane_signals SELECT 0, 'n' || g, 1 + g %% 2, now() "
+	      "FROM generate_series(1, 1500) g");
+	ok(c, "INSERT INTO outbox.lane_signals SELECT 0, 'c' || g, 0, now() "
+	      "FROM generate_series(1, 10) g");
+	b = merge_buffers(c);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lanes WHERE signer LIKE 'c%%' "
+				"AND pending_best = 0"),
+			 10);
+	left = num(c, "SELECT count(*) FROM outbox.lane_signals");
+	ck_assert_msg(left >= 1000 && left <= 1010, "one call merged %lld of 1510 signals",
+		      1510 - left);
+	for (worst = b; left > 0 && calls < 10; calls++) {
+		long long before = left;
+
+		b = merge_buffers(c);
+		worst = b > worst ? b : worst;
+		left = num(c, "SELECT count(*) FROM outbox.lane_signals");
+		ck_assert_msg(before - left >= 1 && before - left <= 500,
+			      "a call merged %lld of %lld signals", before - left, before);
+	}
+	ck_assert_int_eq(left, 0);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lanes WHERE signer ~ '^[nc][0-9]+$' "
+				"AND pending_best IS NOT NULL"),
+			 1510);
+	fprintf(stderr, "{\"test\":\"lane_merge_bounded\",\"calls\":%d,\"max_buffers\":%lld}\n",
+		calls + 1, worst);
+	/* ~500 lane upserts and deletions a call; 0004's one statement read every signal */
+	ck_assert_msg(worst < 6000, "a lane_merge call touched %lld buffers", worst);
+	PQfinish(c);
+}
+END_TEST
+
 /* Shared buffers of one attempt_record call (EXPLAIN ANALYZE BUFFERS: it runs). */
 static long long record_buffers(PGconn *c, long long e, long long op, int attempt, int bump,
 				long long h, long long ih, int signer)
@@ -1611,6 +1670,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_claim_ignores_busy_backlog);
 	tcase_add_test(t, test_lane_lookups_ignore_backlog_statistics);
 	tcase_add_test(t, test_attempt_record_ignores_attempts_statistics);
+	tcase_add_test(t, test_lane_merge_bounded_critical_first);
 	tcase_add_test(t, test_held_users);
 	tcase_add_test(t, test_write_ahead_then_confirm);
 	tcase_add_test(t, test_one_live_inner_and_guards);

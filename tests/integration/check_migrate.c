@@ -173,11 +173,11 @@ END_TEST
 START_TEST(test_refuses_changed_sql)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	struct outbox_migration edited[16];
+	struct outbox_migration edited[32];
 	PGconn *c = pgtest_connect(&db);
 	static const char sql[] = "SELECT 1;";
 
-	ck_assert_int_le(outbox_migrations_count, 16);
+	ck_assert_int_le(outbox_migrations_count, 32);
 	ck_assert_int_eq(migrate(c, outbox_migrations_count, 0, &err), outbox_migrations_count);
 	memcpy(edited, outbox_migrations, outbox_migrations_count * sizeof(edited[0]));
 	edited[1].sql = sql;
