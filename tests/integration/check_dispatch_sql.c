@@ -598,8 +598,9 @@ END_TEST
 /* Shared buffers of one lane_merge call of vshard 0 (EXPLAIN ANALYZE BUFFERS: it runs). */
 static long long merge_buffers(PGconn *c)
 {
-	return explain_buffers(q(c, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-				    "SELECT outbox.lane_merge('{0}')"),
+	return explain_buffers(q(c,
+				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+				 "SELECT outbox.lane_merge('{0}')"),
 			       NULL);
 }
 
