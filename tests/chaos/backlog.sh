@@ -106,17 +106,48 @@ critical_load() {
 	END \$\$" || die "the CRITICAL load failed"
 }
 
-# latency PREFIX: {"ops", "send_ms": {p50,p99,max}, "confirm_ms": {...}} of
-# the CRITICAL ops PREFIX*, once every one of them is final.
+# latency PREFIX: the figures of the CRITICAL ops PREFIX*, once every one of
+# them is final: {"ops", "send_ms", "confirm_ms", "signer_wait_ms",
+# "dispatch_ms" (each {p50,p99,max}), "signer_busy", "inversions"}.
+#   send_ms         enqueue -> send (the commit of the op's first attempt row,
+#                   written right before its envelope is sent)
+#   signer_wait_ms  enqueue -> the decision (attempts.decided_at) of the
+#                   signer's transaction that was in flight at the enqueue,
+#                   0 when none was: Stellar's queue takes one transaction
+#                   per account (per_account_max 1), so a CRITICAL op whose
+#                   signer has a NORMAL one in flight waits for it to land
+#                   (ledgers of 500 ms here); signer_busy counts those ops
+#   dispatch_ms     the dispatch latency proper: send - max(enqueue, signer
+#                   free)
+#   inversions      CRITICAL ops sent after a NORMAL or LOW op of the same
+#                   signer enqueued before them whose first attempt came
+#                   more than INV_SLACK_MS after the CRITICAL op's enqueue:
+#                   claimed after the CRITICAL op was there to take (the
+#                   claim is not recorded; its attempt row is, that much
+#                   later at most, so an attempt within the slack may be of
+#                   a claim made before the CRITICAL op arrived). A violation.
+INV_SLACK_MS=${CHAOS_INVERSION_SLACK_MS:-100}
 latency() {
 	wait_for 600 "the CRITICAL ops $1* to end" bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) FROM outbox.ops WHERE business_record_id LIKE '$1%' AND status IN ('PENDING','SUBMITTED')\") == 0 ]]"
 	sql -c "WITH o AS (
-		SELECT o.id, o.created_at,
+		SELECT o.id, o.signer, o.created_at,
 			(SELECT min(a.submitted_at) FROM outbox.attempts a WHERE a.op_id = o.id) AS sent,
-			(SELECT e.at FROM outbox.events e WHERE e.op_id = o.id AND e.to_status = 'CONFIRMED') AS conf
+			(SELECT e.at FROM outbox.events e WHERE e.op_id = o.id AND e.to_status = 'CONFIRMED') AS conf,
+			(SELECT max(coalesce(a.decided_at, 'infinity')) FROM outbox.attempts a
+				WHERE a.source_account = o.signer AND a.op_id <> o.id
+					AND a.submitted_at <= o.created_at
+					AND (a.decided_at IS NULL OR a.decided_at > o.created_at)) AS busy_until
 		FROM outbox.ops o WHERE o.business_record_id LIKE '$1%'),
+	f AS (SELECT o.*, GREATEST(o.created_at, LEAST(coalesce(o.busy_until, o.created_at), o.sent)) AS free,
+		(SELECT count(*) FROM outbox.ops n
+			WHERE n.signer = o.signer AND n.priority > 0 AND n.created_at < o.created_at
+				AND (SELECT min(a.submitted_at) FROM outbox.attempts a WHERE a.op_id = n.id)
+					BETWEEN o.created_at + interval '$INV_SLACK_MS milliseconds' AND o.sent) AS inv
+		FROM o),
 	d AS (SELECT extract(epoch FROM sent - created_at) * 1000 AS s,
-		extract(epoch FROM conf - created_at) * 1000 AS c FROM o)
+		extract(epoch FROM conf - created_at) * 1000 AS c,
+		extract(epoch FROM free - created_at) * 1000 AS w,
+		extract(epoch FROM sent - free) * 1000 AS x, busy_until IS NOT NULL AS busy, inv FROM f)
 	SELECT json_build_object('ops', count(*),
 		'send_ms', json_build_object(
 			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY s)::numeric, 1),
@@ -125,7 +156,17 @@ latency() {
 		'confirm_ms', json_build_object(
 			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY c)::numeric, 1),
 			'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY c)::numeric, 1),
-			'max', round(max(c)::numeric, 1))) FROM d"
+			'max', round(max(c)::numeric, 1)),
+		'signer_wait_ms', json_build_object(
+			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w)::numeric, 1),
+			'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY w)::numeric, 1),
+			'max', round(max(w)::numeric, 1)),
+		'dispatch_ms', json_build_object(
+			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY x)::numeric, 1),
+			'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY x)::numeric, 1),
+			'max', round(max(x)::numeric, 1)),
+		'signer_busy', count(*) FILTER (WHERE busy),
+		'inversions', coalesce(sum(inv), 0)) FROM d"
 }
 
 # bulk_load: the backlog, CHUNK ops a statement (the documented path) in JOBS
@@ -302,6 +343,13 @@ slow=$( (echo "@@section workers"; tail -c +$((log_from + 1)) "$PG_DIR/log") |
 		| {statements: (map(.executions) | add // 0), max_buffers: (map(.max_buffers) | max // 0), distinct: .}')
 extra slow_in_workers "$slow"
 log "statements of outboxd's sessions over 250 ms: $(jq -c '[.distinct[] | {query: .query[0:60], executions, max_buffers}]' <<<"$slow")"
+# lane updates that were HOT (0004: only next_due and pending_best are
+# indexed; a claim or a settle that moves next_due is not HOT)
+lanes_upd=$(sql -c "SELECT json_build_object('updates', n_tup_upd, 'hot', n_tup_hot_upd,
+	'pages', pg_relation_size('outbox.lanes') / 8192, 'rows', n_live_tup)
+	FROM pg_stat_user_tables WHERE relid = 'outbox.lanes'::regclass")
+extra lanes_updates "$lanes_upd"
+log "outbox.lanes: $lanes_upd"
 # the holds only ended the run: the plans are read on the backlog as it is
 sql -c "DELETE FROM outbox.user_holds WHERE held_by = 'chaos'" >/dev/null
 plans dispatched
@@ -340,7 +388,7 @@ extra critical "$(jq -nc --argjson a "$base" --argjson b "$load" --argjson r "$C
 	'{rate: $r, no_backlog: $a, on_backlog: $b}')"
 while IFS= read -r v; do
 	[[ -n $v ]] && violation "$v"
-done < <(jq -r --argjson n "$CRIT_N" '
+done < <(jq -r --argjson n "$CRIT_N" --argjson a "$base" --argjson k "$load" '
 	(if .duplicates > 0 then "\(.duplicates) ops executed more than once" else empty end),
 	(if .max_concurrent_per_account > 1 then "an account had \(.max_concurrent_per_account) transactions pending at once" else empty end),
 	(if .lost > 0 then "\(.lost) ops lost (missing, or CONFIRMED without an execution)" else empty end),
@@ -348,6 +396,8 @@ done < <(jq -r --argjson n "$CRIT_N" '
 	(if .executed_not_confirmed > 0 then "\(.executed_not_confirmed) ops executed but not CONFIRMED" else empty end),
 	(if (.states_by_class.a.CONFIRMED // 0) != $n or (.states_by_class.k.CONFIRMED // 0) != $n
 	 then "CRITICAL ops not all CONFIRMED: \(.states_by_class | {a, k})" else empty end),
+	(if ($a.inversions + $k.inversions) > 0
+	 then "priority inversions: CRITICAL ops claimed after a NORMAL/LOW op of their signer that was claimed after they arrived (no backlog \($a.inversions), on it \($k.inversions))" else empty end),
 	(if (.states_by_class.b | keys - ["CONFIRMED", "PENDING"]) != []
 	 then "backlog ops ended other than CONFIRMED or PENDING: \(.states_by_class.b)" else empty end)
 	' <<<"$SUMMARY")
