@@ -9,8 +9,8 @@
 -- statement: after a 100 000-op load, the next claim of each vshard read
 -- them all by a sequential scan (203 712 buffers, tests/chaos/backlog.sh)
 -- while the CRITICAL ops that arrived on top waited behind it. Now a call
--- takes at most 500 CRITICAL signals (a partial index finds them without
--- reading any other) and then at most 500 others (by lane_signals_vshard_idx,
+-- takes at most 200 CRITICAL signals (a partial index finds them without
+-- reading any other) and then at most 200 others (by lane_signals_vshard_idx,
 -- LIMIT), each by ctid in the same DELETE ... RETURNING that merges them.
 -- The rest wait for the next claims (a busy worker polls every
 -- WORKER_LANE_POLL_MS; an idle one claims on every sweep), and only the
@@ -30,7 +30,7 @@
 --     DELETE's RETURNING feeds the upsert in the same statement, whichever
 --     rows it deleted). Its op is committed, so every later read of the ops
 --     sees it: no clear of that lane can ignore it, and the next calls merge
---     the signal (each takes up to 500 more, CRITICAL first; claims run as
+--     the signal (each takes up to 200 more, CRITICAL first; claims run as
 --     long as a worker holds the vshard, at least on every sweep). Merged
 --     late into a lane whose op is gone, it marks the lane ready for one
 --     claim, which finds nothing and clears it from the ops, gen-guarded.
@@ -62,17 +62,17 @@ BEGIN
 		WHERE x.ctid = ANY (ARRAY(
 			SELECT c.t FROM unnest(vshards) u (v)
 			CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
-				WHERE y.vshard = u.v AND y.priority = 0 LIMIT 500) c
-			LIMIT 500)
+				WHERE y.vshard = u.v AND y.priority = 0 LIMIT 200) c
+			LIMIT 200)
 			|| ARRAY(
 			SELECT n.t FROM unnest(vshards) u (v)
 			CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
-				WHERE y.vshard = u.v LIMIT 500) n
-			LIMIT 500))
+				WHERE y.vshard = u.v LIMIT 200) n
+			LIMIT 200))
 		RETURNING x.vshard, x.signer, x.priority, x.due)
 	INSERT INTO outbox.lanes AS l (signer, vshard, pending_best, next_due, gen)
 	SELECT s.signer, min(s.vshard), min(s.priority), min(s.due), 1
-	FROM s GROUP BY s.signer
+	FROM s GROUP BY s.signer ORDER BY s.signer
 	ON CONFLICT (signer) DO UPDATE SET
 		pending_best = LEAST(l.pending_best, excluded.pending_best),
 		next_due = CASE WHEN l.next_due = 'infinity' THEN l.next_due

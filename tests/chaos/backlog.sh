@@ -219,11 +219,13 @@ bulk_load() {
 }
 
 # plans LABEL: auto_explain of the claim path in a transaction rolled back,
-# under a lease of every vshard taken for it (outboxd is stopped). First the
-# merge of the lane signals waiting, committed (what the next claim of each
-# vshard does anyway; reported, not bounded: one signal per enqueue statement,
-# so after a bulk load one per op) and the VACUUM of lane_signals autovacuum
-# runs next (its threshold is 2000 dead rows); then outbox.claim as a worker calls it (OUTBOX_BATCH_SIZE 20, one
+# under a lease of every vshard taken for it (outboxd is stopped). First one
+# merge of the lane signals waiting, committed (what the next claim of these
+# vshards does anyway; reported: after a bulk load there is one signal per
+# op, and a merge takes at most 200 CRITICAL and 200 others, schema/0017, so
+# the claims below merge more each, inside their bound) and the VACUUM of
+# lane_signals autovacuum runs next (its threshold is 2000 dead rows); then
+# outbox.claim as a worker calls it (OUTBOX_BATCH_SIZE 20, one
 # transaction per account): with custom plans, as a new session runs it, then
 # with plan_cache_mode=auto past the 5 runs after which PostgreSQL may settle
 # on a generic plan, as a long-lived worker session runs it; then
@@ -287,7 +289,7 @@ EOF
 	while IFS= read -r v; do
 		[[ -n $v ]] && violation "plans ($1): $v"
 	done < <(jq -r '.violations[]' <<<"$res")
-	log "plans ($1): merge of $signals signals $(jq -c '.merge.max_buffers' <<<"$res") buffers; claim path $(jq -c '{statements: ([.claim_custom, .claim_auto, .claim_release] | map(.statements) | add), max_buffers: ([.claim_custom, .claim_auto, .claim_release] | map(.max_buffers) | max), generic_max_buffers: .generic.max_buffers, violations}' <<<"$res")"
+	log "plans ($1): one merge (of $signals signals waiting) $(jq -c '.merge.max_buffers' <<<"$res") buffers; claim path $(jq -c '{statements: ([.claim_custom, .claim_auto, .claim_release] | map(.statements) | add), max_buffers: ([.claim_custom, .claim_auto, .claim_release] | map(.max_buffers) | max), generic_max_buffers: .generic.max_buffers, violations}' <<<"$res")"
 }
 
 # ---------------------------------------------------------------- 1. baseline

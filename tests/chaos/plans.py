@@ -16,7 +16,8 @@ PostgreSQL counts what a called function's statements read in the calling
 node, so the outer call's figure bounds the whole call); then "violations"
 (checked sections only):
   - a scan of a relation that is not an index scan (anything but Index Scan,
-    Index Only Scan, Bitmap Heap/Index Scan) on a relation of more than
+    Index Only Scan, Bitmap Heap/Index Scan, or a Tid Scan: it reads the
+    rows its ctids name, which an index scan found) on a relation of more than
     MAX_SEQ_PAGES pages: on a smaller one (an empty user_holds) PostgreSQL
     rightly reads the whole table, and what it reads stays bounded
   - a statement reading more than MAX_BUFFERS buffers
@@ -27,7 +28,8 @@ import json
 import re
 import sys
 
-INDEX_SCANS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan"}
+INDEX_SCANS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan",
+               "Tid Scan"}
 NOT_SCANS = {"ModifyTable", "Function Scan", "Values Scan", "Result", "CTE Scan",
              "Subquery Scan", "WorkTable Scan", "Named Tuplestore Scan", "Table Function Scan"}
 

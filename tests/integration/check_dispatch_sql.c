@@ -451,14 +451,33 @@ static long long explain_buffers(PGresult *r, int *rows)
 	return total;
 }
 
-/* Shared buffers the claim touches (EXPLAIN ANALYZE BUFFERS of the call). */
-static long long claim_buffers(PGconn *c, long long e, int batch, int *rows)
+/* One claim's EXPLAIN ANALYZE BUFFERS (it runs: the caller's transaction). */
+static long long claim_buffers_once(PGconn *c, long long e, int batch, int *rows)
 {
 	return explain_buffers(q(c,
 				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
 				 "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, %d)",
 				 e, batch),
 			       rows);
+}
+
+/*
+ * Shared buffers the claim touches (EXPLAIN ANALYZE BUFFERS of the call), in
+ * a transaction rolled back. Measured twice, the second counted: the first
+ * call after an ANALYZE may plan its statements again, and the catalog reads
+ * of planning count in the call's buffers (a few hundred, now and then).
+ */
+static long long claim_buffers(PGconn *c, long long e, int batch, int *rows)
+{
+	long long b;
+
+	ok(c, "BEGIN");
+	claim_buffers_once(c, e, batch, rows);
+	ok(c, "ROLLBACK");
+	ok(c, "BEGIN");
+	b = claim_buffers_once(c, e, batch, rows);
+	ok(c, "ROLLBACK");
+	return b;
 }
 
 /*
@@ -489,9 +508,7 @@ START_TEST(test_claim_ignores_busy_backlog)
 	ok(c, "VACUUM ANALYZE outbox.lanes");
 	/* Measure the claim itself: merge the enqueue signals first. */
 	ok(c, "SELECT outbox.lane_merge('{0}')");
-	ok(c, "BEGIN");
 	before = claim_buffers(c, e, 50, &rows);
-	ok(c, "ROLLBACK");
 	ck_assert_int_eq(rows, 50);
 
 	/* 100 000 CRITICAL ops queue behind signer 0's in-flight one. */
@@ -506,9 +523,7 @@ START_TEST(test_claim_ignores_busy_backlog)
 	busy_pages = num(c, "SELECT pg_relation_size('outbox.ops') / 8192 + "
 			    "pg_relation_size('outbox.ops_signer_pending_idx') / 8192");
 	ok(c, "SELECT outbox.lane_merge('{0}')");
-	ok(c, "BEGIN");
 	after = claim_buffers(c, e, 50, &rows);
-	ok(c, "ROLLBACK");
 	ck_assert_int_eq(rows, 50);
 	fprintf(stderr,
 		"{\"test\":\"claim_ignores_busy_backlog\",\"backlog_pages\":%lld,"
@@ -606,9 +621,9 @@ static long long merge_buffers(PGconn *c)
 
 /*
  * A bulk load leaves one lane signal per op (schema/README.md, "Loading a
- * backlog"). lane_merge takes at most 500 CRITICAL and 500 other signals a
+ * backlog"). lane_merge takes at most 200 CRITICAL and 200 other signals a
  * call (schema/0017_bounded_lane_merge.sql): the CRITICAL ones first, even
- * written after 1 500 others, and the rest by later calls, none left
+ * written after 600 others, and the rest by later calls, none left
  * behind; each call's reads stay bounded, with the plans a session cached
  * while the table was small.
  */
@@ -624,7 +639,7 @@ START_TEST(test_lane_merge_bounded_critical_first)
 		ok(c, "SELECT outbox.lane_merge('{0}')");
 	}
 	ok(c, "INSERT INTO outbox.lane_signals SELECT 0, 'n' || g, 1 + g %% 2, now() "
-	      "FROM generate_series(1, 1500) g");
+	      "FROM generate_series(1, 600) g");
 	ok(c, "INSERT INTO outbox.lane_signals SELECT 0, 'c' || g, 0, now() "
 	      "FROM generate_series(1, 10) g");
 	b = merge_buffers(c);
@@ -632,25 +647,25 @@ START_TEST(test_lane_merge_bounded_critical_first)
 				"AND pending_best = 0"),
 			 10);
 	left = num(c, "SELECT count(*) FROM outbox.lane_signals");
-	ck_assert_msg(left >= 1000 && left <= 1010, "one call merged %lld of 1510 signals",
-		      1510 - left);
+	ck_assert_msg(left >= 400 && left <= 410, "one call merged %lld of 610 signals",
+		      610 - left);
 	for (worst = b; left > 0 && calls < 10; calls++) {
 		long long before = left;
 
 		b = merge_buffers(c);
 		worst = b > worst ? b : worst;
 		left = num(c, "SELECT count(*) FROM outbox.lane_signals");
-		ck_assert_msg(before - left >= 1 && before - left <= 500,
+		ck_assert_msg(before - left >= 1 && before - left <= 200,
 			      "a call merged %lld of %lld signals", before - left, before);
 	}
 	ck_assert_int_eq(left, 0);
 	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lanes WHERE signer ~ '^[nc][0-9]+$' "
 				"AND pending_best IS NOT NULL"),
-			 1510);
+			 610);
 	fprintf(stderr, "{\"test\":\"lane_merge_bounded\",\"calls\":%d,\"max_buffers\":%lld}\n",
 		calls + 1, worst);
-	/* ~500 lane upserts and deletions a call; 0004's one statement read every signal */
-	ck_assert_msg(worst < 6000, "a lane_merge call touched %lld buffers", worst);
+	/* ~200 lane upserts and deletions a call; 0004's one statement read every signal */
+	ck_assert_msg(worst < 2500, "a lane_merge call touched %lld buffers", worst);
 	PQfinish(c);
 }
 END_TEST
