@@ -12,6 +12,19 @@
 -- takes at most 200 CRITICAL signals (a partial index finds them without
 -- reading any other) and then at most 200 others (by lane_signals_vshard_idx,
 -- LIMIT), each by ctid in the same DELETE ... RETURNING that merges them.
+-- Both are forced index scans (the function sets enable_seqscan and
+-- enable_bitmapscan off for its statements): with a vshard's signals dense
+-- the planner costs a sequential scan that stops at LIMIT as cheaper, but
+-- the signals merged before are dead rows at the front of the heap, which
+-- such a scan reads again on every call until VACUUM (1 239 pages after a
+-- 100 000-op load in backlog.sh), and a bitmap scan reads every entry of
+-- the vshard before its LIMIT; the index skips entries it found dead.
+-- A lane locked by another transaction (a worker's finalizers settle
+-- several lanes in one transaction, in their own order) is skipped, its
+-- signals left in place: the merge locks the lanes it updates first, in
+-- signer order, SKIP LOCKED, and never waits for one (waiting, as 0004's
+-- merge did, deadlocked with those finalizers 21 times in one backlog.sh
+-- run once every claim merged a slice of 200 signers).
 -- The rest wait for the next claims (a busy worker polls every
 -- WORKER_LANE_POLL_MS; an idle one claims on every sweep), and only the
 -- first signal of a signer matters: once its lane is ready the claim reads
@@ -25,7 +38,8 @@
 --   - a signal merged by this call: as in 0004 (committed before the merge
 --     statement, so its op is visible to the claim's later statements; a
 --     clear that read before the merge fails its gen guard).
---   - a signal NOT merged by this call stays in lane_signals, untouched
+--   - a signal NOT merged by this call (past the slice, or its lane locked
+--     by another transaction) stays in lane_signals, untouched
 --     (nothing deletes a signal except the statement that merges it: the
 --     DELETE's RETURNING feeds the upsert in the same statement, whichever
 --     rows it deleted). Its op is committed, so every later read of the ops
@@ -56,19 +70,33 @@ CREATE INDEX lane_signals_critical_idx ON outbox.lane_signals (vshard) WHERE pri
 
 CREATE OR REPLACE FUNCTION outbox.lane_merge(vshards integer[]) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+	sig tid[];
+	mine text[];
 BEGIN
+	sig := ARRAY(
+		SELECT c.t FROM unnest(vshards) u (v)
+		CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
+			WHERE y.vshard = u.v AND y.priority = 0 LIMIT 200) c
+		LIMIT 200)
+		|| ARRAY(
+		SELECT n.t FROM unnest(vshards) u (v)
+		CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
+			WHERE y.vshard = u.v LIMIT 200) n
+		LIMIT 200);
+	IF cardinality(sig) = 0 THEN
+		RETURN;
+	END IF;
+	mine := ARRAY(
+		SELECT l.signer FROM outbox.lanes l
+		WHERE l.signer IN (SELECT y.signer FROM outbox.lane_signals y WHERE y.ctid = ANY (sig))
+		ORDER BY l.signer
+		FOR NO KEY UPDATE SKIP LOCKED);
 	WITH s AS (
 		DELETE FROM outbox.lane_signals x
-		WHERE x.ctid = ANY (ARRAY(
-			SELECT c.t FROM unnest(vshards) u (v)
-			CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
-				WHERE y.vshard = u.v AND y.priority = 0 LIMIT 200) c
-			LIMIT 200)
-			|| ARRAY(
-			SELECT n.t FROM unnest(vshards) u (v)
-			CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
-				WHERE y.vshard = u.v LIMIT 200) n
-			LIMIT 200))
+		WHERE x.ctid = ANY (sig)
+			AND (x.signer = ANY (mine)
+				OR NOT EXISTS (SELECT 1 FROM outbox.lanes l WHERE l.signer = x.signer))
 		RETURNING x.vshard, x.signer, x.priority, x.due)
 	INSERT INTO outbox.lanes AS l (signer, vshard, pending_best, next_due, gen)
 	SELECT s.signer, min(s.vshard), min(s.priority), min(s.due), 1
@@ -79,7 +107,7 @@ BEGIN
 			ELSE LEAST(l.next_due, excluded.next_due) END,
 		gen = l.gen + 1;
 END
-$$;
+$$ SET enable_seqscan = off SET enable_bitmapscan = off;
 
 CREATE OR REPLACE FUNCTION outbox.claim(owner text, vshards integer[], epochs bigint[],
 	per_account_max integer, batch integer)

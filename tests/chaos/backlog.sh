@@ -119,54 +119,62 @@ critical_load() {
 #                   (ledgers of 500 ms here); signer_busy counts those ops
 #   dispatch_ms     the dispatch latency proper: send - max(enqueue, signer
 #                   free)
-#   inversions      CRITICAL ops sent after a NORMAL or LOW op of the same
-#                   signer enqueued before them whose first attempt came
-#                   more than INV_SLACK_MS after the CRITICAL op's enqueue:
-#                   claimed after the CRITICAL op was there to take (the
-#                   claim is not recorded; its attempt row is, that much
-#                   later at most, so an attempt within the slack may be of
-#                   a claim made before the CRITICAL op arrived). A violation.
+#   inversions      NORMAL or LOW ops of a CRITICAL op's signer, enqueued
+#                   before it, sent after its enqueue and before it, whose
+#                   claim provably came after it: the signer's previous
+#                   transaction was decided (the lane released, so the claim
+#                   could only come later) more than INV_SLACK_MS after the
+#                   CRITICAL op's enqueue (its commit follows at once). A
+#                   violation. (The claim itself is not recorded: one made
+#                   before the CRITICAL op arrived may write its attempt row
+#                   long after, on a busy worker.)
 INV_SLACK_MS=${CHAOS_INVERSION_SLACK_MS:-100}
 latency() {
 	wait_for 600 "the CRITICAL ops $1* to end" bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) FROM outbox.ops WHERE business_record_id LIKE '$1%' AND status IN ('PENDING','SUBMITTED')\") == 0 ]]"
-	sql -c "WITH o AS (
-		SELECT o.id, o.signer, o.created_at,
-			(SELECT min(a.submitted_at) FROM outbox.attempts a WHERE a.op_id = o.id) AS sent,
-			(SELECT e.at FROM outbox.events e WHERE e.op_id = o.id AND e.to_status = 'CONFIRMED') AS conf,
-			(SELECT max(coalesce(a.decided_at, 'infinity')) FROM outbox.attempts a
-				WHERE a.source_account = o.signer AND a.op_id <> o.id
-					AND a.submitted_at <= o.created_at
-					AND (a.decided_at IS NULL OR a.decided_at > o.created_at)) AS busy_until
-		FROM outbox.ops o WHERE o.business_record_id LIKE '$1%'),
-	f AS (SELECT o.*, GREATEST(o.created_at, LEAST(coalesce(o.busy_until, o.created_at), o.sent)) AS free,
-		(SELECT count(*) FROM outbox.ops n
-			WHERE n.signer = o.signer AND n.priority > 0 AND n.created_at < o.created_at
-				AND (SELECT min(a.submitted_at) FROM outbox.attempts a WHERE a.op_id = n.id)
-					BETWEEN o.created_at + interval '$INV_SLACK_MS milliseconds' AND o.sent) AS inv
-		FROM o),
-	d AS (SELECT extract(epoch FROM sent - created_at) * 1000 AS s,
-		extract(epoch FROM conf - created_at) * 1000 AS c,
-		extract(epoch FROM free - created_at) * 1000 AS w,
-		extract(epoch FROM sent - free) * 1000 AS x, busy_until IS NOT NULL AS busy, inv FROM f)
-	SELECT json_build_object('ops', count(*),
-		'send_ms', json_build_object(
-			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY s)::numeric, 1),
-			'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY s)::numeric, 1),
-			'max', round(max(s)::numeric, 1)),
-		'confirm_ms', json_build_object(
-			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY c)::numeric, 1),
-			'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY c)::numeric, 1),
-			'max', round(max(c)::numeric, 1)),
-		'signer_wait_ms', json_build_object(
-			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w)::numeric, 1),
-			'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY w)::numeric, 1),
-			'max', round(max(w)::numeric, 1)),
-		'dispatch_ms', json_build_object(
-			'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY x)::numeric, 1),
-			'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY x)::numeric, 1),
-			'max', round(max(x)::numeric, 1)),
-		'signer_busy', count(*) FILTER (WHERE busy),
-		'inversions', coalesce(sum(inv), 0)) FROM d"
+	sql -c "WITH fa AS (SELECT a.op_id, min(a.submitted_at) AS sent FROM outbox.attempts a GROUP BY a.op_id),
+	c AS (SELECT o.id, o.signer, o.created_at, fa.sent,
+			(SELECT e.at FROM outbox.events e WHERE e.op_id = o.id AND e.to_status = 'CONFIRMED') AS conf
+		FROM outbox.ops o JOIN fa ON fa.op_id = o.id WHERE o.business_record_id LIKE '$1%'),
+	b AS (SELECT c.id, max(coalesce(a.decided_at, 'infinity')) AS busy_until
+		FROM c JOIN outbox.attempts a ON a.source_account = c.signer AND a.op_id <> c.id
+			AND a.submitted_at <= c.created_at
+			AND (a.decided_at IS NULL OR a.decided_at > c.created_at)
+		GROUP BY c.id),
+	i AS (SELECT c.id, count(*) AS n
+		FROM c JOIN outbox.ops n ON n.signer = c.signer AND n.priority > 0 AND n.created_at < c.created_at
+		JOIN fa ON fa.op_id = n.id AND fa.sent > c.created_at AND fa.sent < c.sent
+		WHERE (SELECT max(a.decided_at) FROM outbox.attempts a
+				WHERE a.source_account = n.signer AND a.bump_no = 0
+					AND a.outcome NOT IN ('EXPIRED', 'REJECTED')
+					AND a.op_id <> n.id AND a.decided_at <= fa.sent)
+			> c.created_at + make_interval(secs => $INV_SLACK_MS / 1000.0)
+		GROUP BY c.id),
+	d AS (SELECT extract(epoch FROM c.sent - c.created_at) * 1000 AS s,
+		extract(epoch FROM c.conf - c.created_at) * 1000 AS cf,
+		extract(epoch FROM f.free - c.created_at) * 1000 AS w,
+		extract(epoch FROM c.sent - f.free) * 1000 AS x,
+		b.busy_until IS NOT NULL AS busy, coalesce(i.n, 0) AS inv
+		FROM c LEFT JOIN b USING (id) LEFT JOIN i USING (id),
+		LATERAL (SELECT GREATEST(c.created_at, LEAST(coalesce(b.busy_until, c.created_at), c.sent)) AS free) f)
+SELECT json_build_object('ops', count(*),
+	'send_ms', json_build_object(
+		'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY s)::numeric, 1),
+		'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY s)::numeric, 1),
+		'max', round(max(s)::numeric, 1)),
+	'confirm_ms', json_build_object(
+		'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY cf)::numeric, 1),
+		'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY cf)::numeric, 1),
+		'max', round(max(cf)::numeric, 1)),
+	'signer_wait_ms', json_build_object(
+		'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY w)::numeric, 1),
+		'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY w)::numeric, 1),
+		'max', round(max(w)::numeric, 1)),
+	'dispatch_ms', json_build_object(
+		'p50', round(percentile_cont(0.5) WITHIN GROUP (ORDER BY x)::numeric, 1),
+		'p99', round(percentile_cont(0.99) WITHIN GROUP (ORDER BY x)::numeric, 1),
+		'max', round(max(x)::numeric, 1)),
+	'signer_busy', count(*) FILTER (WHERE busy),
+	'inversions', coalesce(sum(inv), 0)) FROM d"
 }
 
 # bulk_load: the backlog, CHUNK ops a statement (the documented path) in JOBS
@@ -399,7 +407,7 @@ done < <(jq -r --argjson n "$CRIT_N" --argjson a "$base" --argjson k "$load" '
 	(if (.states_by_class.a.CONFIRMED // 0) != $n or (.states_by_class.k.CONFIRMED // 0) != $n
 	 then "CRITICAL ops not all CONFIRMED: \(.states_by_class | {a, k})" else empty end),
 	(if ($a.inversions + $k.inversions) > 0
-	 then "priority inversions: CRITICAL ops claimed after a NORMAL/LOW op of their signer that was claimed after they arrived (no backlog \($a.inversions), on it \($k.inversions))" else empty end),
+	 then "priority inversions: NORMAL/LOW ops claimed ahead of a CRITICAL op of their signer after it arrived (no backlog \($a.inversions), on it \($k.inversions))" else empty end),
 	(if (.states_by_class.b | keys - ["CONFIRMED", "PENDING"]) != []
 	 then "backlog ops ended other than CONFIRMED or PENDING: \(.states_by_class.b)" else empty end)
 	' <<<"$SUMMARY")

@@ -664,8 +664,9 @@ START_TEST(test_lane_merge_bounded_critical_first)
 			 610);
 	fprintf(stderr, "{\"test\":\"lane_merge_bounded\",\"calls\":%d,\"max_buffers\":%lld}\n",
 		calls + 1, worst);
-	/* ~200 lane upserts and deletions a call; 0004's one statement read every signal */
-	ck_assert_msg(worst < 2500, "a lane_merge call touched %lld buffers", worst);
+	/* up to 200 new lanes a call (~13 buffers each: lock probe, deletion, insert);
+	 * 0004's one statement merged all 610 signals at once */
+	ck_assert_msg(worst < 4000, "a lane_merge call touched %lld buffers", worst);
 	PQfinish(c);
 }
 END_TEST
