@@ -9,8 +9,8 @@
 -- statement: after a 100 000-op load, the next claim of each vshard read
 -- them all by a sequential scan (203 712 buffers, tests/chaos/backlog.sh)
 -- while the CRITICAL ops that arrived on top waited behind it. Now a call
--- takes at most 200 CRITICAL signals (a partial index finds them without
--- reading any other) and then at most 200 others (by lane_signals_vshard_idx,
+-- takes at most 100 CRITICAL signals (a partial index finds them without
+-- reading any other) and then at most 100 others (by lane_signals_vshard_idx,
 -- LIMIT), each by ctid in the same DELETE ... RETURNING that merges them.
 -- Both are forced index scans (the function sets enable_seqscan and
 -- enable_bitmapscan off for its statements): with a vshard's signals dense
@@ -24,7 +24,7 @@
 -- signals left in place: the merge locks the lanes it updates first, in
 -- signer order, SKIP LOCKED, and never waits for one (waiting, as 0004's
 -- merge did, deadlocked with those finalizers 21 times in one backlog.sh
--- run once every claim merged a slice of 200 signers).
+-- run once every claim merged a slice of 200 signals).
 -- The rest wait for the next claims (a busy worker polls every
 -- WORKER_LANE_POLL_MS; an idle one claims on every sweep), and only the
 -- first signal of a signer matters: once its lane is ready the claim reads
@@ -44,7 +44,7 @@
 --     DELETE's RETURNING feeds the upsert in the same statement, whichever
 --     rows it deleted). Its op is committed, so every later read of the ops
 --     sees it: no clear of that lane can ignore it, and the next calls merge
---     the signal (each takes up to 200 more, CRITICAL first; claims run as
+--     the signal (each takes up to 100 more, CRITICAL first; claims run as
 --     long as a worker holds the vshard, at least on every sweep). Merged
 --     late into a lane whose op is gone, it marks the lane ready for one
 --     claim, which finds nothing and clears it from the ops, gen-guarded.
@@ -77,13 +77,13 @@ BEGIN
 	sig := ARRAY(
 		SELECT c.t FROM unnest(vshards) u (v)
 		CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
-			WHERE y.vshard = u.v AND y.priority = 0 LIMIT 200) c
-		LIMIT 200)
+			WHERE y.vshard = u.v AND y.priority = 0 LIMIT 100) c
+		LIMIT 100)
 		|| ARRAY(
 		SELECT n.t FROM unnest(vshards) u (v)
 		CROSS JOIN LATERAL (SELECT y.ctid AS t FROM outbox.lane_signals y
-			WHERE y.vshard = u.v LIMIT 200) n
-		LIMIT 200);
+			WHERE y.vshard = u.v LIMIT 100) n
+		LIMIT 100);
 	IF cardinality(sig) = 0 THEN
 		RETURN;
 	END IF;

@@ -621,9 +621,9 @@ static long long merge_buffers(PGconn *c)
 
 /*
  * A bulk load leaves one lane signal per op (schema/README.md, "Loading a
- * backlog"). lane_merge takes at most 200 CRITICAL and 200 other signals a
+ * backlog"). lane_merge takes at most 100 CRITICAL and 100 other signals a
  * call (schema/0017_bounded_lane_merge.sql): the CRITICAL ones first, even
- * written after 600 others, and the rest by later calls, none left
+ * written after 300 others, and the rest by later calls, none left
  * behind; each call's reads stay bounded, with the plans a session cached
  * while the table was small.
  */
@@ -639,7 +639,7 @@ START_TEST(test_lane_merge_bounded_critical_first)
 		ok(c, "SELECT outbox.lane_merge('{0}')");
 	}
 	ok(c, "INSERT INTO outbox.lane_signals SELECT 0, 'n' || g, 1 + g %% 2, now() "
-	      "FROM generate_series(1, 600) g");
+	      "FROM generate_series(1, 300) g");
 	ok(c, "INSERT INTO outbox.lane_signals SELECT 0, 'c' || g, 0, now() "
 	      "FROM generate_series(1, 10) g");
 	b = merge_buffers(c);
@@ -647,26 +647,26 @@ START_TEST(test_lane_merge_bounded_critical_first)
 				"AND pending_best = 0"),
 			 10);
 	left = num(c, "SELECT count(*) FROM outbox.lane_signals");
-	ck_assert_msg(left >= 400 && left <= 410, "one call merged %lld of 610 signals",
-		      610 - left);
+	ck_assert_msg(left >= 200 && left <= 210, "one call merged %lld of 310 signals",
+		      310 - left);
 	for (worst = b; left > 0 && calls < 10; calls++) {
 		long long before = left;
 
 		b = merge_buffers(c);
 		worst = b > worst ? b : worst;
 		left = num(c, "SELECT count(*) FROM outbox.lane_signals");
-		ck_assert_msg(before - left >= 1 && before - left <= 200,
+		ck_assert_msg(before - left >= 1 && before - left <= 100,
 			      "a call merged %lld of %lld signals", before - left, before);
 	}
 	ck_assert_int_eq(left, 0);
 	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lanes WHERE signer ~ '^[nc][0-9]+$' "
 				"AND pending_best IS NOT NULL"),
-			 610);
+			 310);
 	fprintf(stderr, "{\"test\":\"lane_merge_bounded\",\"calls\":%d,\"max_buffers\":%lld}\n",
 		calls + 1, worst);
-	/* up to 200 new lanes a call (~13 buffers each: lock probe, deletion, insert);
-	 * 0004's one statement merged all 610 signals at once */
-	ck_assert_msg(worst < 4000, "a lane_merge call touched %lld buffers", worst);
+	/* up to 100 new lanes a call (~13 buffers each: lock probe, deletion, insert);
+	 * 0004's one statement merged all 310 signals at once */
+	ck_assert_msg(worst < 2000, "a lane_merge call touched %lld buffers", worst);
 	PQfinish(c);
 }
 END_TEST
