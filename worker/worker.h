@@ -43,6 +43,7 @@
 #include "common/shm/spsc_ring.h"
 #include "common/shm/stats.h"
 #include "common/stellar/rpc.h"
+#include "common/stellar/sign.h"
 #include "common/stellar/txbuild.h"
 #include "common/pgq.h"
 
@@ -59,6 +60,7 @@
 #define WORKER_BUSY_MS        2000 /* busy: a claim found work this recently */
 #define WORKER_MIN_HORIZON_S  30   /* validity after the last fee bump's chance (build.c) */
 #define WORKER_QUEUE_LEDGERS  4    /* the network drops a queued tx after this many ledgers */
+#define WORKER_FOLLOWED_MS    2000 /* the follower's coverage counts while this recent (hints.c) */
 #define WORKER_MAX_BUMPS      16
 #define WORKER_OWNER_MAX      128
 #define WORKER_MARKS          64 /* recent (ledger, close time) pairs kept */
@@ -125,7 +127,8 @@ struct worker {
 	uint8_t network_id[32];
 	char owner[WORKER_OWNER_MAX];
 	struct signer_keys keys;
-	struct signer **signers; /* open addressing by id */
+	struct stellar_keypair sign_kp; /* the signing buffer (signers.c) */
+	struct signer **signers;        /* open addressing by id */
 	size_t signers_cap, signers_n;
 
 	int nvshards;
@@ -151,6 +154,13 @@ struct worker {
 	struct relay *relay;                     /* NULL when OUTBOX_KAFKA_BROKERS is unset */
 	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (new ops), oracle (landed) */
 	bool ring_ok[SHM_N_PRODUCERS];
+	/*
+	 * The ledger follower's coverage as this process received it: every
+	 * landed hash of ours in ledgers followed_from..followed_to was hinted
+	 * to us (SHM_HINT_FOLLOWED), the last word at followed_ms (monotonic).
+	 */
+	uint32_t followed_from, followed_to;
+	int64_t followed_ms;
 };
 
 enum job_state {
@@ -303,6 +313,12 @@ void hints_read(struct worker *w);
 /* The ledger follower saw tx_hash of op op_id applied. */
 void hint_landed(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux,
 		 int64_t op_id);
+/*
+ * The follower's hints cover every ledger a transaction built after ledger
+ * sent_after can land in, as of a recent word: a landing would have been
+ * hinted, so a getTransaction poll would only answer NOT_FOUND.
+ */
+bool hints_cover(const struct worker *w, uint32_t sent_after);
 
 /* ---- signers.c ---- */
 int signers_load(struct worker *w, struct outbox_error *err);
