@@ -48,7 +48,7 @@ static void decide(struct job *j);
 
 static void schedule(struct job *j, int64_t in_ms)
 {
-	j->due_ms = mono_ms() + in_ms;
+	job_due(j, mono_ms() + in_ms);
 }
 
 static void next_poll(struct job *j)

@@ -145,7 +145,7 @@ void hint_landed(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_
 	j->facts.found = true;
 	j->facts.found_success = j->landed.success;
 	j->facts.found_ledger = ledger;
-	j->due_ms = 0;
+	job_due(j, 0);
 }
 
 /*

@@ -139,6 +139,13 @@ struct worker {
 
 	struct job *jobs; /* doubly linked */
 	size_t n_jobs;
+	/*
+	 * No idle job is due before this (monotonic; possibly earlier than the
+	 * truth, never later): jobs_tick walks the jobs only when it has
+	 * passed, and the loop's wait ends at it. Every due time goes through
+	 * job_due(), and a job going idle folds its own in (job_gone).
+	 */
+	int64_t jobs_due_ms;
 	int64_t inflight; /* slots held in the global cap */
 	struct fee_view fees;
 	/*
@@ -280,6 +287,13 @@ struct job *job_new(struct worker *w, int vshard);
 void job_abandon_vshard(struct worker *w, int vshard);
 /* First thing in every callback: the job is no longer busy; true = it is gone, stop. */
 bool job_gone(struct job *j);
+/* The job's next action is due at `at` (monotonic ms). */
+static inline void job_due(struct job *j, int64_t at)
+{
+	j->due_ms = at;
+	if (at < j->w->jobs_due_ms)
+		j->w->jobs_due_ms = at;
+}
 /* A fenced statement about the job's op (owner, vshard, epoch are $1..$3). */
 int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb);
 void jobs_tick(struct worker *w, int64_t now);
