@@ -621,7 +621,8 @@ static long long record_buffers(PGconn *c, long long e, long long op, int attemp
 START_TEST(test_attempt_record_ignores_attempts_statistics)
 {
 	PGconn *c = pgtest_connect(&db);
-	long long e = lease(c, OWNER, 0), op, pages, b;
+	/* an hour's lease: the 40 000-row inserts may take long on a busy machine */
+	long long e = num(c, "SELECT outbox.lease_acquire('" OWNER "', 0, 3600000)"), op, pages, b;
 
 	ok(c, "ALTER TABLE outbox.attempts SET (autovacuum_enabled = false)");
 	/* past the five custom plans of each statement: generic plans are cached */
