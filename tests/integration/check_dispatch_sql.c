@@ -1,7 +1,8 @@
 /*
  * check_dispatch_sql.c - the dispatch engine's SQL contract
- * (schema/0004_dispatch.sql, 0007_exactly_once.sql) against a
- * real PostgreSQL: lease fencing, lane-driven claim order and cost, held
+ * (schema/0004_dispatch.sql, 0007_exactly_once.sql, 0016_hot_path_fence_attempts.sql)
+ * against a real PostgreSQL: lease fencing (and the fence's per-transaction
+ * memo), attempts' identity checks, lane-driven claim order and cost, held
  * users, write-ahead attempts and fee bumps, outcomes and their guards,
  * gap-free events, terminal NOTIFY, admin operations, lifecycle legality,
  * the business-row mirror example and the enqueue/lane race.
