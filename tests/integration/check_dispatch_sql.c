@@ -602,15 +602,33 @@ static long long record_buffers(PGconn *c, long long e, long long op, int attemp
 {
 	char hh[65], ihh[65];
 
+	long long best = -1;
+
 	hash_of(h, hh);
 	hash_of(ih, ihh);
-	return explain_buffers(q(c,
-				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-				 "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, "
-				 "'%s', '%s', '" ENV "', '%s', %lld, 2000000000, %d)",
-				 e, op, attempt, bump, hh, ihh, acc[signer], seq_of(op, attempt),
-				 100 * (bump + 1)),
-			       NULL);
+	/*
+	 * The least of three calls, each rolled back: a call may also plan
+	 * statements again (an autoanalyze of outbox.ops by a busy server
+	 * invalidates their plans) and count the catalog pages planning
+	 * reads; the plans a session keeps are what is measured.
+	 */
+	for (int i = 0; i < 3; i++) {
+		long long b;
+
+		ok(c, "BEGIN");
+		b = explain_buffers(
+			q(c,
+			  "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+			  "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, "
+			  "'%s', '%s', '" ENV "', '%s', %lld, 2000000000, %d)",
+			  e, op, attempt, bump, hh, ihh, acc[signer], seq_of(op, attempt),
+			  100 * (bump + 1)),
+			NULL);
+		ok(c, "ROLLBACK");
+		if (best < 0 || b < best)
+			best = b;
+	}
+	return best;
 }
 
 /*
@@ -647,6 +665,7 @@ START_TEST(test_attempt_record_ignores_attempts_statistics)
 	b = record_buffers(c, e, op, 1, 0, 0x7000, 0x7000, 0);
 	ck_assert_msg(b < 80, "a new inner attempt touched %lld buffers (index: %lld pages)", b,
 		      pages);
+	record(c, e, op, 1, 0, 0x7000, 0x7000, 0); /* the fee bump wraps it */
 	b = record_buffers(c, e, op, 1, 1, 0x7001, 0x7000, 0);
 	ck_assert_msg(b < 80, "a fee bump touched %lld buffers (index: %lld pages)", b, pages);
 	ck_assert_int_gt(pages, 100);
