@@ -38,6 +38,15 @@ struct follower {
 	uint32_t ledgers[FOLLOWER_HASHES];
 	uint64_t aux[FOLLOWER_HASHES]; /* SHM_HINT_AUX(status, fee charged) */
 	size_t n_hashes;
+	/*
+	 * Coverage: every transaction of ledgers covered_from[w]..covered_to
+	 * that is ours and worker w's has been hinted to w. The page waiting
+	 * extends it to page_to (page_last: its newest transaction's ledger).
+	 * A hint lost to w (full ring, failed lookup, restart at the tip)
+	 * moves covered_from[w] past it.
+	 */
+	uint32_t covered_to, page_to, page_last;
+	uint32_t covered_from[SHM_MAX_WORKERS];
 };
 
 struct follower *follower_new(struct child_ctx *ctx, struct rpc_client *rpc, int ep, uint64_t tag)
@@ -58,6 +67,38 @@ struct follower *follower_new(struct child_ctx *ctx, struct rpc_client *rpc, int
 	return f;
 }
 
+/* Hints to worker w of ledgers up to `ledger` may be lost: its coverage starts after it. */
+static void lost(struct follower *f, int w, uint32_t ledger)
+{
+	if (w >= 0 && w < SHM_MAX_WORKERS && f->covered_from[w] <= ledger)
+		f->covered_from[w] = ledger + 1;
+}
+
+static void lost_all(struct follower *f, uint32_t ledger)
+{
+	for (int w = 0; w < SHM_MAX_WORKERS; w++)
+		lost(f, w, ledger);
+}
+
+/*
+ * The page is done (its hints pushed): tell every worker which ledgers are
+ * covered, so it need not look its transactions up itself (worker/follow.c).
+ * No doorbell: the worker reads its rings every turn, and nothing waits on
+ * this record.
+ */
+static void covered(struct follower *f)
+{
+	if (f->page_to > f->covered_to)
+		f->covered_to = f->page_to;
+	for (int w = 0; w < (int)f->ctx->cfg->workers && w < SHM_MAX_WORKERS; w++) {
+		struct shm_hint h = {.type = SHM_HINT_FOLLOWED,
+				     .ledger = f->covered_to,
+				     .aux = f->covered_from[w]};
+		if (f->ring_ok[w] && f->covered_from[w] && f->covered_from[w] <= f->covered_to)
+			spsc_ring_push(&f->rings[w], &h);
+	}
+}
+
 static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t aux, int vshard,
 		 int64_t op_id)
 {
@@ -72,6 +113,7 @@ static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t
 	if (spsc_ring_push(&f->rings[w], &h)) {
 		if (st)
 			stats_counter_add(st, MET_HINTS_DROPPED, 1);
+		lost(f, w, ledger);
 		return;
 	}
 	if (st)
@@ -102,6 +144,7 @@ static void lookup_done(PGresult *r, void *arg)
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		log_warn("follower: attempt_lookup: %s", PQresultErrorMessage(r));
 		f->n_hashes = 0;
+		lost_all(f, f->page_last > f->page_to ? f->page_last : f->page_to);
 		return;
 	}
 	for (int i = 0; i < PQntuples(r); i++) {
@@ -112,6 +155,7 @@ static void lookup_done(PGresult *r, void *arg)
 			     strtoll(PQgetvalue(r, i, 1), NULL, 10));
 	}
 	f->n_hashes = 0;
+	covered(f);
 }
 
 void follower_on_ready(struct follower *f, uint32_t events)
@@ -159,6 +203,7 @@ static void on_page(struct rpc_result *r, void *arg)
 		return;
 	}
 	const struct rpc_get_txs *g = &r->u.get_txs;
+	f->page_last = 0;
 	for (size_t i = 0; i < g->n_txs && f->n_hashes < FOLLOWER_HASHES; i++) {
 		const struct rpc_tx_info *t = &g->txs[i];
 		struct tx_result tr = {0};
@@ -170,12 +215,21 @@ static void on_page(struct rpc_result *r, void *arg)
 			SHM_HINT_AUX(t->status == RPC_TX_SUCCESS ? SHM_HINT_LANDED_SUCCESS
 								 : SHM_HINT_LANDED_FAILED,
 				     tr.fee_charged > 0 ? (uint64_t)tr.fee_charged : 0);
+		if (t->ledger > f->page_last)
+			f->page_last = t->ledger;
 	}
 	if (g->cursor[0])
 		snprintf(f->cursor, sizeof(f->cursor), "%s", g->cursor);
+	/* a short page read everything up to the node's latest ledger; a full one, short of its last */
+	f->page_to = g->n_txs < FOLLOWER_PAGE ? g->latest_ledger
+		     : f->page_last           ? f->page_last - 1
+					      : 0;
 	if (g->n_txs >= FOLLOWER_PAGE)
 		f->next_ms = mono_ms(); /* more to read */
-	lookup(f);
+	if (f->n_hashes)
+		lookup(f);
+	else
+		covered(f);
 }
 
 static void on_health(struct rpc_result *r, void *arg)
@@ -187,6 +241,10 @@ static void on_health(struct rpc_result *r, void *arg)
 	if (r->status == RPC_OK && r->u.health.latest_ledger) {
 		f->start_ledger = r->u.health.latest_ledger;
 		f->started = true;
+		/* ledgers before the start (a restart at the tip skips some) are not followed */
+		lost_all(f, f->start_ledger - 1);
+		if (f->covered_to < f->start_ledger - 1)
+			f->covered_to = f->start_ledger - 1;
 	}
 }
 

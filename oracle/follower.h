@@ -12,7 +12,11 @@
  * and polls at once for a FAILED one (it needs the result code). A worker
  * that died is replaced, and its successor's reconcile adopts the op
  * anyway. Hints are only hints: a dropped one (full ring, follower down)
- * costs latency, never an op.
+ * costs latency, never an op. After each page every worker gets a
+ * FOLLOWED record (SHM_HINT_FOLLOWED: the ledgers whose hints it has all
+ * received), so that it need not poll getTransaction for transactions
+ * those ledgers cover; a hint lost for a worker starts its coverage anew
+ * past it.
  *
  * One getTransactions call and one PostgreSQL query at a time, both
  * non-blocking in the oracle's epoll loop: PostgreSQL goes through

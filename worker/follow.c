@@ -11,7 +11,11 @@
  *	getTransaction(each hash)  a lookup round over every envelope, once the
  *	                           sequence number is known to be consumed;
  *	getTransaction(inner hash) otherwise (the RPC finds a fee bump by its
- *	                           inner hash too).
+ *	                           inner hash too), unless the ledger
+ *	                           follower's hints cover every ledger the
+ *	                           transaction can land in (hints_cover): a
+ *	                           landing comes as a hint, and NOT_FOUND
+ *	                           decides nothing anyway.
  *
  * and fate_decide() says what to do:
  *
@@ -44,7 +48,7 @@ static void decide(struct job *j);
 
 static void schedule(struct job *j, int64_t in_ms)
 {
-	j->due_ms = mono_ms() + in_ms;
+	job_due(j, mono_ms() + in_ms);
 }
 
 static void next_poll(struct job *j)
@@ -523,6 +527,9 @@ void follow_poll(struct job *j)
 		req = (struct rpc_request){.method = RPC_GET_ACCOUNT};
 		memcpy(req.account, j->signer->pub, 32);
 		cb = on_account;
+	} else if (hints_cover(j->w, j->tx.sent_after)) {
+		decide(j); /* a landing would have been hinted: getTransaction would say NOT_FOUND */
+		return;
 	}
 	if (rpc_call_start(j->w->rpc, &req, cb, j, &err)) {
 		next_poll(j);

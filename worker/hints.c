@@ -13,6 +13,7 @@
  */
 #include "worker/worker.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/layout.h"
 #include "common/stellar/classify.h"
@@ -51,25 +52,16 @@ static void on_late_recorded(PGresult *res, void *arg)
 	free(l);
 }
 
-static void on_late_get(struct rpc_result *r, void *arg)
+/* Let PostgreSQL settle a landing no job follows (code: a failure's result code, or NULL). */
+static void late_record(struct late *l, const char *code)
 {
-	struct late *l = arg;
 	struct worker *w = l->w;
 	size_t cap = (size_t)w->nvshards * 24 + 4;
-	char *vs = malloc(cap), *es = malloc(cap), led[16], fee[24], code[64];
-	const char *p[7] = {w->owner, vs, es, l->hash, led, fee, NULL};
-	bool failed = SHM_HINT_AUX_STATUS(l->aux) != SHM_HINT_LANDED_SUCCESS;
+	char *vs = malloc(cap), *es = malloc(cap), led[16], fee[24];
+	const char *p[7] = {w->owner, vs, es, l->hash, led, fee, code};
 
 	snprintf(led, sizeof(led), "%u", l->ledger);
 	snprintf(fee, sizeof(fee), "%llu", (unsigned long long)SHM_HINT_AUX_FEE(l->aux));
-	if (failed) {
-		struct tx_result tr;
-		bool ok = r->status == RPC_OK && r->u.get_tx.result_xdr &&
-			  !tx_result_decode_b64(&tr, r->u.get_tx.result_xdr, NULL);
-		struct outcome o = classify_get(RPC_TX_FAILED, ok ? &tr : NULL);
-		snprintf(code, sizeof(code), "%s", o.reason ? o.reason : "txFAILED");
-		p[6] = code;
-	}
 	if (!vs || !es || !leases_arrays(w, vs, es, cap) || !w->pg_up ||
 	    pgq_send(&w->pg[0],
 		     "SELECT outbox.attempt_landed($1, $2::int[], $3::bigint[], $4, $5::int, "
@@ -80,7 +72,25 @@ static void on_late_get(struct rpc_result *r, void *arg)
 	free(es);
 }
 
-/* No job follows tx_hash: fetch its result and let PostgreSQL settle it. */
+/* A failed landing's result code, looked up: then settle it. */
+static void on_late_get(struct rpc_result *r, void *arg)
+{
+	struct late *l = arg;
+	struct tx_result tr;
+	bool ok = r->status == RPC_OK && r->u.get_tx.result_xdr &&
+		  !tx_result_decode_b64(&tr, r->u.get_tx.result_xdr, NULL);
+	struct outcome o = classify_get(RPC_TX_FAILED, ok ? &tr : NULL);
+	char code[64];
+
+	snprintf(code, sizeof(code), "%s", o.reason ? o.reason : "txFAILED");
+	late_record(l, code);
+}
+
+/*
+ * No job follows tx_hash: let PostgreSQL settle it. A success needs nothing
+ * more than the hint (the ledger is closed); a failure's result code comes
+ * from a lookup.
+ */
 static void late_landing(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
@@ -91,6 +101,10 @@ static void late_landing(struct worker *w, const char *tx_hash, uint32_t ledger,
 		return;
 	*l = (struct late){.w = w, .ledger = ledger, .aux = aux};
 	memcpy(l->hash, tx_hash, 65);
+	if (SHM_HINT_AUX_STATUS(aux) == SHM_HINT_LANDED_SUCCESS) {
+		late_record(l, NULL);
+		return;
+	}
 	req.hash = l->hash;
 	if (rpc_call_start(w->rpc, &req, on_late_get, l, &err))
 		free(l);
@@ -131,7 +145,30 @@ void hint_landed(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_
 	j->facts.found = true;
 	j->facts.found_success = j->landed.success;
 	j->facts.found_ledger = ledger;
-	j->due_ms = 0;
+	job_due(j, 0);
+}
+
+/*
+ * The follower's word: every landed hash of ours in ledgers from..to is in
+ * the ring before it. Hints popped by a predecessor of this process are not
+ * ours to know, so this process's coverage starts after the first word it
+ * reads; `from` only grows (a hint the follower lost, a restart at the tip).
+ */
+static void followed(struct worker *w, uint32_t from, uint32_t to)
+{
+	if (!w->followed_ms)
+		w->followed_from = to + 1;
+	if (from > w->followed_from)
+		w->followed_from = from;
+	if (to > w->followed_to)
+		w->followed_to = to;
+	w->followed_ms = mono_ms();
+}
+
+bool hints_cover(const struct worker *w, uint32_t sent_after)
+{
+	return sent_after && w->followed_ms && w->followed_from <= sent_after + 1 &&
+	       mono_ms() - w->followed_ms <= WORKER_FOLLOWED_MS;
 }
 
 void hints_read(struct worker *w)
@@ -144,14 +181,17 @@ void hints_read(struct worker *w)
 		if (!w->ring_ok[pr])
 			continue;
 		while ((n = spsc_ring_pop_batch(&w->rings[pr], h, 32)) > 0) {
-			stats_counter_add(w->stats, MET_HINTS_RECEIVED, n);
 			for (unsigned i = 0; i < n; i++) {
+				if (h[i].type != SHM_HINT_FOLLOWED)
+					stats_counter_add(w->stats, MET_HINTS_RECEIVED, 1);
 				if (h[i].type == SHM_HINT_NEW_OP) {
 					worker_schedule_claim(w, 0);
 				} else if (h[i].type == SHM_HINT_TX_LANDED) {
 					sodium_bin2hex(hex, sizeof(hex), h[i].tx_hash, 32);
 					hint_landed(w, hex, h[i].ledger, h[i].aux,
 						    (int64_t)h[i].op_id);
+				} else if (h[i].type == SHM_HINT_FOLLOWED) {
+					followed(w, (uint32_t)h[i].aux, h[i].ledger);
 				}
 			}
 		}

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@ struct job *job_new(struct worker *w, int vshard)
 		w->jobs->prev = j;
 	w->jobs = j;
 	w->n_jobs++;
+	job_due(j, 0);
 	return j;
 }
 
@@ -95,6 +97,7 @@ bool job_gone(struct job *j)
 		job_free(j);
 		return true;
 	}
+	job_due(j, j->due_ms); /* idle again: its due time counts */
 	return false;
 }
 
@@ -348,14 +351,26 @@ void job_drop(struct job *j)
 	job_end(j);
 }
 
+/*
+ * Run the idle jobs that are due. The walk recomputes jobs_due_ms: the jobs
+ * it leaves idle fold their due times in; the ones it runs go busy or are
+ * given a new due time (job_due).
+ */
 void jobs_tick(struct worker *w, int64_t now)
 {
 	struct job *j, *next;
 
+	if (now < w->jobs_due_ms)
+		return;
+	w->jobs_due_ms = INT64_MAX;
 	for (j = w->jobs; j; j = next) {
 		next = j->next;
-		if (j->busy || j->abandoned || now < j->due_ms)
+		if (j->busy || j->abandoned)
 			continue;
+		if (now < j->due_ms) {
+			job_due(j, j->due_ms);
+			continue;
+		}
 		if (j->st == J_CLAIMED) {
 			/*
 			 * Backpressure: an envelope's bounds are fixed when it is
@@ -364,12 +379,14 @@ void jobs_tick(struct worker *w, int64_t now)
 			 * of ops starts them as the queue drains.
 			 */
 			if (pgq_pending(worker_pg(w, j->vshard)) >= WORKER_PG_QUEUE_MAX) {
-				j->due_ms = now + WORKER_PG_QUEUE_WAIT_MS;
+				job_due(j, now + WORKER_PG_QUEUE_WAIT_MS);
 				continue;
 			}
 			build_start(j);
 		} else if (j->st == J_FOLLOWING) {
 			follow_poll(j);
+		} else {
+			job_due(j, j->due_ms); /* nothing to run in this state: as before */
 		}
 	}
 }

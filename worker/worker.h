@@ -43,6 +43,7 @@
 #include "common/shm/spsc_ring.h"
 #include "common/shm/stats.h"
 #include "common/stellar/rpc.h"
+#include "common/stellar/sign.h"
 #include "common/stellar/txbuild.h"
 #include "common/pgq.h"
 
@@ -59,6 +60,7 @@
 #define WORKER_BUSY_MS        2000 /* busy: a claim found work this recently */
 #define WORKER_MIN_HORIZON_S  30   /* validity after the last fee bump's chance (build.c) */
 #define WORKER_QUEUE_LEDGERS  4    /* the network drops a queued tx after this many ledgers */
+#define WORKER_FOLLOWED_MS    2000 /* the follower's coverage counts while this recent (hints.c) */
 #define WORKER_MAX_BUMPS      16
 #define WORKER_OWNER_MAX      128
 #define WORKER_MARKS          64 /* recent (ledger, close time) pairs kept */
@@ -125,7 +127,8 @@ struct worker {
 	uint8_t network_id[32];
 	char owner[WORKER_OWNER_MAX];
 	struct signer_keys keys;
-	struct signer **signers; /* open addressing by id */
+	struct stellar_keypair sign_kp; /* the signing buffer (signers.c) */
+	struct signer **signers;        /* open addressing by id */
 	size_t signers_cap, signers_n;
 
 	int nvshards;
@@ -136,6 +139,13 @@ struct worker {
 
 	struct job *jobs; /* doubly linked */
 	size_t n_jobs;
+	/*
+	 * No idle job is due before this (monotonic; possibly earlier than the
+	 * truth, never later): jobs_tick walks the jobs only when it has
+	 * passed, and the loop's wait ends at it. Every due time goes through
+	 * job_due(), and a job going idle folds its own in (job_gone).
+	 */
+	int64_t jobs_due_ms;
 	int64_t inflight; /* slots held in the global cap */
 	struct fee_view fees;
 	/*
@@ -151,6 +161,13 @@ struct worker {
 	struct relay *relay;                     /* NULL when OUTBOX_KAFKA_BROKERS is unset */
 	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (new ops), oracle (landed) */
 	bool ring_ok[SHM_N_PRODUCERS];
+	/*
+	 * The ledger follower's coverage as this process received it: every
+	 * landed hash of ours in ledgers followed_from..followed_to was hinted
+	 * to us (SHM_HINT_FOLLOWED), the last word at followed_ms (monotonic).
+	 */
+	uint32_t followed_from, followed_to;
+	int64_t followed_ms;
 };
 
 enum job_state {
@@ -270,6 +287,13 @@ struct job *job_new(struct worker *w, int vshard);
 void job_abandon_vshard(struct worker *w, int vshard);
 /* First thing in every callback: the job is no longer busy; true = it is gone, stop. */
 bool job_gone(struct job *j);
+/* The job's next action is due at `at` (monotonic ms). */
+static inline void job_due(struct job *j, int64_t at)
+{
+	j->due_ms = at;
+	if (at < j->w->jobs_due_ms)
+		j->w->jobs_due_ms = at;
+}
 /* A fenced statement about the job's op (owner, vshard, epoch are $1..$3). */
 int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb);
 void jobs_tick(struct worker *w, int64_t now);
@@ -303,6 +327,12 @@ void hints_read(struct worker *w);
 /* The ledger follower saw tx_hash of op op_id applied. */
 void hint_landed(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux,
 		 int64_t op_id);
+/*
+ * The follower's hints cover every ledger a transaction built after ledger
+ * sent_after can land in, as of a recent word: a landing would have been
+ * hinted, so a getTransaction poll would only answer NOT_FOUND.
+ */
+bool hints_cover(const struct worker *w, uint32_t sent_after);
 
 /* ---- signers.c ---- */
 int signers_load(struct worker *w, struct outbox_error *err);

@@ -322,9 +322,8 @@ static int wait_ms(struct worker *w, int64_t now)
 		t = rt;
 	if (w->next_claim_ms && w->next_claim_ms - now < t)
 		t = w->next_claim_ms - now;
-	for (struct job *j = w->jobs; j && t > 0; j = j->next)
-		if (!j->busy && j->due_ms - now < t)
-			t = j->due_ms - now;
+	if (w->jobs_due_ms - now < t)
+		t = w->jobs_due_ms - now;
 	if (w->relay && relay_timeout_ms(w->relay, now) < t)
 		t = relay_timeout_ms(w->relay, now);
 	return t < 0 ? 0 : (int)t;

@@ -281,6 +281,12 @@ enum shm_hint_type {
 	SHM_HINT_NONE = 0,
 	SHM_HINT_NEW_OP = 1,    /* op_id is a new/ready operation */
 	SHM_HINT_TX_LANDED = 2, /* tx_hash landed in ledger `ledger` */
+	/*
+	 * The follower pushed every TX_LANDED hint of this worker's for ledgers
+	 * aux..ledger into this ring before this record (none was dropped), so
+	 * a hash of ours not hinted by now did not land in them.
+	 */
+	SHM_HINT_FOLLOWED = 3,
 };
 
 /*

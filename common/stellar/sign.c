@@ -1,6 +1,7 @@
 /*
  * sign.c - see sign.h. The secret key region is readable only inside
- * stellar_sign(); everywhere else it is PROT_NONE (sodium_mprotect_noaccess).
+ * stellar_sign(); everywhere else it is PROT_NONE (sodium_mprotect_noaccess),
+ * except a signing buffer's, which holds zeros between signatures.
  */
 #include "common/stellar/sign.h"
 #include "common/stellar/strkey.h"
@@ -68,6 +69,42 @@ void stellar_keypair_release(struct stellar_keypair *kp)
 	sodium_memzero(kp->pk, sizeof(kp->pk));
 }
 
+int stellar_keypair_scratch(struct stellar_keypair *kp, struct outbox_error *err)
+{
+	int rc;
+
+	memset(kp, 0, sizeof(*kp));
+	if ((rc = ensure_sodium(err)))
+		return rc;
+	kp->sk = sodium_malloc(crypto_sign_SECRETKEYBYTES);
+	if (!kp->sk)
+		return outbox_error_set(err, -ENOMEM, "seed", "sodium_malloc failed");
+	if (sodium_mlock(kp->sk, crypto_sign_SECRETKEYBYTES) != 0) {
+		sodium_free(kp->sk);
+		kp->sk = NULL;
+		return outbox_error_set(err, -errno, "seed",
+					"cannot mlock the key (RLIMIT_MEMLOCK too low?)");
+	}
+	sodium_memzero(kp->sk, crypto_sign_SECRETKEYBYTES);
+	kp->scratch = true;
+	return 0;
+}
+
+/* libsodium's secret key is seed || public key (crypto_sign_seed_keypair). */
+void stellar_keypair_set(struct stellar_keypair *kp, const uint8_t seed[32], const uint8_t pk[32])
+{
+	memcpy(kp->sk, seed, 32);
+	memcpy(kp->sk + 32, pk, 32);
+	memcpy(kp->pk, pk, 32);
+}
+
+void stellar_keypair_wipe(struct stellar_keypair *kp)
+{
+	if (kp->sk)
+		sodium_memzero(kp->sk, crypto_sign_SECRETKEYBYTES);
+	sodium_memzero(kp->pk, sizeof(kp->pk));
+}
+
 void stellar_keypair_address(const struct stellar_keypair *kp, char *out)
 {
 	strkey_encode_account(kp->pk, out);
@@ -89,10 +126,11 @@ int stellar_sign(const struct stellar_keypair *kp, const uint8_t hash[32], uint8
 
 	if (!kp->sk)
 		return OUTBOX_ESTATE;
-	if (sodium_mprotect_readonly(kp->sk) != 0)
+	if (!kp->scratch && sodium_mprotect_readonly(kp->sk) != 0)
 		return -errno;
 	rc = crypto_sign_detached(sig, NULL, hash, 32, kp->sk);
-	sodium_mprotect_noaccess(kp->sk);
+	if (!kp->scratch)
+		sodium_mprotect_noaccess(kp->sk);
 	return rc == 0 ? 0 : OUTBOX_EINVAL;
 }
 

@@ -19,11 +19,13 @@
 #include "common/error.h"
 #include "common/stellar/xdr.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct stellar_keypair {
 	uint8_t pk[32];    /* public key (the G... account) */
 	unsigned char *sk; /* sodium_malloc'd, noaccess while idle; NULL when released */
+	bool scratch;      /* a signing buffer (below): readable, wiped while idle */
 };
 
 /* Key pair from a raw 32-byte seed; the caller wipes its copy of the seed. */
@@ -34,6 +36,25 @@ int stellar_keypair_from_secret(struct stellar_keypair *kp, const char *secret, 
 				struct outbox_error *err);
 /* Wipe and free the secret; kp may be released twice. */
 void stellar_keypair_release(struct stellar_keypair *kp);
+
+/*
+ * A signing buffer for a process that signs for many keys, one signature
+ * at a time: one sodium_malloc'd, mlocked region (guard pages, canary,
+ * never swapped) allocated once, holding a key only between
+ * stellar_keypair_set() and stellar_keypair_wipe() and zeros otherwise. It
+ * stays readable, so a signature costs no system call: a fresh keypair per
+ * signature costs an mmap, an munmap and four mprotects, each a TLB
+ * shootdown on every core the process ran on (about a third of a worker's
+ * CPU in bench_dispatch). Release it with stellar_keypair_release().
+ */
+int stellar_keypair_scratch(struct stellar_keypair *kp, struct outbox_error *err);
+/*
+ * Load a key into the buffer: pk must be the seed's own public key (derived
+ * from it, e.g. by common/keys.c): ed25519 signing uses it as given.
+ */
+void stellar_keypair_set(struct stellar_keypair *kp, const uint8_t seed[32], const uint8_t pk[32]);
+/* Zero the buffer's key (the allocation stays for the next signature). */
+void stellar_keypair_wipe(struct stellar_keypair *kp);
 /* The G... strkey of the key pair into out[STRKEY_BUF] (see strkey.h). */
 void stellar_keypair_address(const struct stellar_keypair *kp, char *out);
 

@@ -232,7 +232,30 @@ struct throughput {
 	double rate;
 	long confirmed;
 	struct cpu_mark enq0, enq1, t0, t1;
+	json_t *rpc; /* stellar-sim's request counts by method: at t0, then per op */
 };
+
+/*
+ * RPC calls per op by method between two reads of stellar-sim's
+ * /debug/requests (every client: workers, oracle), plus their "total".
+ */
+static json_t *rpc_per_op(json_t *before, json_t *after, double ops)
+{
+	json_t *o = json_object(), *v;
+	const char *m;
+	double total = 0;
+
+	json_object_foreach(after, m, v)
+	{
+		double d = (double)(json_integer_value(v) -
+				    json_integer_value(json_object_get(before, m)));
+		total += d;
+		if (d > 0)
+			json_object_set_new(o, m, json_real(d / ops));
+	}
+	json_object_set_new(o, "total", json_real(total / ops));
+	return o;
+}
 
 static void enqueue_backlog(struct fixture *f, long n, struct throughput *t)
 {
@@ -263,10 +286,12 @@ static void phase_throughput(struct fixture *f, long n, const char *source, stru
 {
 	enqueue_backlog(f, n, t);
 	ck_assert_int_eq(stmtstats_begin(f->c, source), 0);
+	t->rpc = sim_get(f, "/debug/requests");
 	cpu_mark(&t->t0);
 	pgtest_exec(f->c, "DELETE FROM outbox.user_holds WHERE user_id = 'tp'");
 	ck_assert(wait_terminal(f, 600000));
 	cpu_mark(&t->t1);
+	json_t *rpc1 = sim_get(f, "/debug/requests");
 	double span =
 		scalar_f(f->c, "SELECT extract(epoch FROM percentile_disc(0.9) WITHIN GROUP "
 			       "(ORDER BY confirmed_at) - percentile_disc(0.1) WITHIN GROUP "
@@ -275,12 +300,17 @@ static void phase_throughput(struct fixture *f, long n, const char *source, stru
 						 "'tp' AND status = 'CONFIRMED'");
 	ck_assert_int_gt(t->confirmed, 0);
 	t->rate = span > 0 ? 0.8 * (double)t->confirmed / span : 0;
+	json_t *rpc0 = t->rpc;
+	t->rpc = rpc_per_op(rpc0, rpc1, (double)t->confirmed);
+	json_decref(rpc0);
+	json_decref(rpc1);
 	double wall = t->t1.at_s - t->t0.at_s;
 	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:f}", "bench", "dispatch", "phase",
 			      "throughput", "ops", (json_int_t)n, "confirmed",
 			      (json_int_t)t->confirmed, "wall_s", wall, "confirmed_ops_per_s",
 			      t->rate, "wall_ops_per_s", (double)t->confirmed / wall);
 	cpu_fields(o, &t->t0, &t->t1, (double)t->confirmed);
+	json_object_set(o, "rpc_calls_per_op", t->rpc);
 	print_line(o);
 }
 
@@ -518,6 +548,7 @@ START_TEST(bench_dispatch)
 	json_object_set_new(o, "outboxd_cpu_ms_per_op",
 			    json_real(per_op(&t.t0, &t.t1, CM_OUTBOXD, n)));
 	json_object_set_new(o, "sim_cpu_ms_per_op", json_real(per_op(&t.t0, &t.t1, CM_SIM, n)));
+	json_object_set_new(o, "rpc_calls_per_op", t.rpc);
 	json_object_set_new(o, "pg_server_cpu_ms_per_op",
 			    json_real(per_op(&t.t0, &t.t1, CM_PG_SERVER, n)));
 	json_object_set_new(o, "run_cpu_ms_per_op", json_real(run_per_op(&t.t0, &t.t1, n)));

@@ -334,6 +334,92 @@ START_TEST(test_dispatch_follower_confirms)
 }
 END_TEST
 
+/* stellar-sim's count of requests of one method so far (GET /debug/requests). */
+static long long sim_requests(struct fixture *f, const char *method)
+{
+	json_t *r = sim_get(f, "/debug/requests");
+	long long n = json_integer_value(json_object_get(r, method));
+
+	json_decref(r);
+	return n;
+}
+
+/* Waits (generously) until the follower has read n more pages: its hints cover ledgers. */
+static void wait_follower_pages(struct fixture *f, long long n)
+{
+	long long until = sim_requests(f, "getTransactions") + n;
+	uint64_t end = ph_now_ms() + 30000;
+
+	while (sim_requests(f, "getTransactions") < until)
+		ck_assert_msg(ph_now_ms() < end, "the follower reads no ledgers");
+}
+
+/*
+ * With the ledger follower keeping up, a worker asks no getTransaction of
+ * its own: every landing comes as a hint (ledgers of 1 s, so a poll, the
+ * first 150 ms after the send, would come before most of them). The
+ * follower's words are at most 2 s old while it runs; a starved oracle
+ * may let a job or two poll, hence "at most 2" for 8 ops (before the
+ * follower's coverage: at least one poll per op).
+ */
+START_TEST(test_dispatch_follower_spares_lookups)
+{
+	struct fixture f;
+	char rec[16];
+	long long before;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 1000 --vault-contract " PH_CONTRACT, NULL);
+	json_decref(ph_wait_all_running(&f.h, 3, 20000));
+	wait_follower_pages(&f, 3);
+	before = sim_requests(&f, "getTransaction");
+	for (int i = 0; i < 8; i++) {
+		snprintf(rec, sizeof(rec), "s%d", i);
+		enqueue(&f, "DEPOSIT", "spare", rec, i % N_SIGNERS, f.signer[i % N_SIGNERS], "10",
+			NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 60000), "ops still open");
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 8);
+	ck_assert_int_le(sim_requests(&f, "getTransaction") - before, 2);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
+ * The follower cannot read ledgers (getTransactions answers 503): its
+ * hints cover nothing, and the workers follow their transactions with
+ * getTransaction themselves (without them, each op would wait for an
+ * account read, WORKER_ACCOUNT_MS after its send, to find it).
+ */
+START_TEST(test_dispatch_no_follower_workers_poll)
+{
+	struct fixture f;
+	char rec[16];
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	ph_sim_post(&f.h, "/debug/faults",
+		    "{\"method\": \"getTransactions\", \"http_5xx_rate\": 1}");
+	for (int i = 0; i < 8; i++) {
+		snprintf(rec, sizeof(rec), "p%d", i);
+		enqueue(&f, "DEPOSIT", "poll", rec, i % N_SIGNERS, f.signer[i % N_SIGNERS], "10",
+			NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 60000), "ops still open without the follower");
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 8);
+	ck_assert_int_ge(sim_requests(&f, "getTransaction"), 8);
+	/* found by those lookups, not by an account read after WORKER_ACCOUNT_MS (one per signer) */
+	ck_assert_int_lt(sim_requests(&f, "getLedgerEntries"), 8);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
 /*
  * A respawned worker takes its dead predecessor's leases at once (it
  * releases them on the dead pid's behalf) instead of waiting a lease TTL
@@ -548,6 +634,10 @@ static Suite *dispatch_suite(void)
 	dh_add_case(s, "blackhole_expiry", test_dispatch_blackhole_expiry, CASE_TIMEOUT_S);
 	dh_add_case(s, "fee_bump_lands", test_dispatch_fee_bump_lands, CASE_TIMEOUT_S);
 	dh_add_case(s, "follower_confirms", test_dispatch_follower_confirms, CASE_TIMEOUT_S);
+	dh_add_case(s, "follower_spares_lookups", test_dispatch_follower_spares_lookups,
+		    CASE_TIMEOUT_S);
+	dh_add_case(s, "no_follower_workers_poll", test_dispatch_no_follower_workers_poll,
+		    CASE_TIMEOUT_S);
 	dh_add_case(s, "respawn_takes_leases", test_dispatch_respawn_takes_leases_at_once,
 		    CASE_TIMEOUT_S);
 	dh_add_case(s, "low_deferral", test_dispatch_low_deferral_under_congestion, CASE_TIMEOUT_S);

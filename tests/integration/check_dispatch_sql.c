@@ -1,7 +1,8 @@
 /*
  * check_dispatch_sql.c - the dispatch engine's SQL contract
- * (schema/0004_dispatch.sql, 0007_exactly_once.sql) against a
- * real PostgreSQL: lease fencing, lane-driven claim order and cost, held
+ * (schema/0004_dispatch.sql, 0007_exactly_once.sql, 0016_hot_path_fence_attempts.sql)
+ * against a real PostgreSQL: lease fencing (and the fence's per-transaction
+ * memo), attempts' identity checks, lane-driven claim order and cost, held
  * users, write-ahead attempts and fee bumps, outcomes and their guards,
  * gap-free events, terminal NOTIFY, admin operations, lifecycle legality,
  * the business-row mirror example and the enqueue/lane race.
@@ -677,15 +678,33 @@ static long long record_buffers(PGconn *c, long long e, long long op, int attemp
 {
 	char hh[65], ihh[65];
 
+	long long best = -1;
+
 	hash_of(h, hh);
 	hash_of(ih, ihh);
-	return explain_buffers(q(c,
-				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-				 "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, "
-				 "'%s', '%s', '" ENV "', '%s', %lld, 2000000000, %d)",
-				 e, op, attempt, bump, hh, ihh, acc[signer], seq_of(op, attempt),
-				 100 * (bump + 1)),
-			       NULL);
+	/*
+	 * The least of three calls, each rolled back: a call may also plan
+	 * statements again (an autoanalyze of outbox.ops by a busy server
+	 * invalidates their plans) and count the catalog pages planning
+	 * reads; the plans a session keeps are what is measured.
+	 */
+	for (int i = 0; i < 3; i++) {
+		long long b;
+
+		ok(c, "BEGIN");
+		b = explain_buffers(
+			q(c,
+			  "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+			  "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, "
+			  "'%s', '%s', '" ENV "', '%s', %lld, 2000000000, %d)",
+			  e, op, attempt, bump, hh, ihh, acc[signer], seq_of(op, attempt),
+			  100 * (bump + 1)),
+			NULL);
+		ok(c, "ROLLBACK");
+		if (best < 0 || b < best)
+			best = b;
+	}
+	return best;
 }
 
 /*
@@ -697,7 +716,8 @@ static long long record_buffers(PGconn *c, long long e, long long op, int attemp
 START_TEST(test_attempt_record_ignores_attempts_statistics)
 {
 	PGconn *c = pgtest_connect(&db);
-	long long e = lease(c, OWNER, 0), op, pages, b;
+	/* an hour's lease: the 40 000-row inserts may take long on a busy machine */
+	long long e = num(c, "SELECT outbox.lease_acquire('" OWNER "', 0, 3600000)"), op, pages, b;
 
 	ok(c, "ALTER TABLE outbox.attempts SET (autovacuum_enabled = false)");
 	/* past the five custom plans of each statement: generic plans are cached */
@@ -721,6 +741,7 @@ START_TEST(test_attempt_record_ignores_attempts_statistics)
 	b = record_buffers(c, e, op, 1, 0, 0x7000, 0x7000, 0);
 	ck_assert_msg(b < 80, "a new inner attempt touched %lld buffers (index: %lld pages)", b,
 		      pages);
+	record(c, e, op, 1, 0, 0x7000, 0x7000, 0); /* the fee bump wraps it */
 	b = record_buffers(c, e, op, 1, 1, 0x7001, 0x7000, 0);
 	ck_assert_msg(b < 80, "a fee bump touched %lld buffers (index: %lld pages)", b, pages);
 	ck_assert_int_gt(pages, 100);
@@ -1667,6 +1688,217 @@ START_TEST(test_reconcile_and_lookup)
 }
 END_TEST
 
+/* ---- 0016: the fence's memo, attempts' identity ---- */
+
+/* Whether backend pid waits for a lock, polled for up to ~10 s. */
+static int waits_for_lock(PGconn *o, int pid)
+{
+	for (int i = 0; i < 500; i++) {
+		if (num(o,
+			"SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
+			"AND wait_event_type = 'Lock'",
+			pid))
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/*
+ * The fence probes the lease once per transaction (schema/0016): a second
+ * fenced write of the transaction skips the probe, which is sound only
+ * because the first one's lock holds the lease until commit. The lease
+ * lapses and a peer tries to take it over after the first fenced write: the
+ * takeover waits for the transaction, whose second write goes through under
+ * the same lease; once it commits the peer has the next epoch and the old
+ * owner's next transaction is refused.
+ */
+START_TEST(test_fence_memo_holds_the_lease)
+{
+	PGconn *a = pgtest_connect(&db);
+	PGconn *b = pgtest_connect(&db);
+	PGconn *o = pgtest_connect(&db);
+	long long e = lease(a, OWNER, 0), ids[4], op1, op2;
+	PGresult *r;
+
+	op1 = enq(a, "u1", "m1", 0, "NORMAL");
+	op2 = enq(a, "u2", "m2", 1, "NORMAL");
+	ck_assert_int_eq(claim(a, e, 1, 4, ids, 4), 2);
+	ok(a, "BEGIN");
+	record(a, e, op1, 1, 0, 0xd1, 0xd1, 0);
+	/* expires_at is not a key column: this does not wait for a's lock */
+	ok(o, "UPDATE outbox.shard_leases SET expires_at = now() - interval '1 s'");
+	ck_assert(PQsendQuery(b, "SELECT outbox.lease_acquire('" PEER "', 0, 10000)"));
+	ck_assert_msg(waits_for_lock(o, PQbackendPID(b)),
+		      "the takeover did not wait for the fenced transaction");
+	record(a, e, op2, 1, 0, 0xd2, 0xd2, 1); /* the memo's fence: still a's lease */
+	ok(a, "COMMIT");
+	r = PQgetResult(b);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	ck_assert_int_eq(strtoll(PQgetvalue(r, 0, 0), NULL, 10), e + 1);
+	PQclear(r);
+	PQclear(PQgetResult(b));
+	status_is(a, op1, "SUBMITTED");
+	status_is(a, op2, "SUBMITTED");
+	/* the memo ended with its transaction */
+	ok(a, "BEGIN");
+	fails(a, "OB403", "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 7, 100)",
+	      e, op1, 0xd1);
+	status_is(a, op1, "SUBMITTED");
+	PQfinish(o);
+	PQfinish(b);
+	PQfinish(a);
+}
+END_TEST
+
+/*
+ * A fence inside a savepoint that rolls back leaves neither its lock nor its
+ * memo: the takeover does not wait, and the next fenced write of the same
+ * transaction probes the row and is refused. A lease row changed by the
+ * transaction itself also clears the memo.
+ */
+START_TEST(test_fence_memo_reverts_with_its_savepoint)
+{
+	PGconn *a = pgtest_connect(&db);
+	PGconn *b = pgtest_connect(&db);
+	long long e = lease(a, OWNER, 0), ids[4], op;
+
+	op = enq(a, "u1", "s1", 0, "NORMAL");
+	ck_assert_int_eq(claim(a, e, 1, 4, ids, 4), 1);
+	ok(a, "BEGIN");
+	ok(a, "SAVEPOINT s");
+	ok(a, "SELECT outbox.fence('" OWNER "', 0, %lld)", e);
+	ok(a, "ROLLBACK TO SAVEPOINT s");
+	ok(b, "SET lock_timeout = '20s'"); /* a lock left behind would fail this */
+	ok(b, "UPDATE outbox.shard_leases SET expires_at = now() - interval '1 s'");
+	ck_assert_int_eq(lease(b, PEER, 0), e + 1);
+	fails(a, "OB403", "SELECT outbox.fence('" OWNER "', 0, %lld)", e);
+	ok(a, "BEGIN");
+	fails(a, "OB403",
+	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('e', 64), "
+	      "repeat('e', 64), 'AAAA', '%s', 1, 2000000000, 100)",
+	      e, op, acc[0]);
+	ck_assert_int_eq(num(a, "SELECT count(*) FROM outbox.attempts"), 0);
+
+	/* the transaction's own change of the lease row clears the memo */
+	ok(a, "BEGIN");
+	ok(a, "SELECT outbox.fence('" PEER "', 0, %lld)", e + 1);
+	ok(a, "UPDATE outbox.shard_leases SET owner = '" OWNER "', epoch = epoch + 1");
+	fails(a, "OB403", "SELECT outbox.fence('" PEER "', 0, %lld)", e + 1);
+	PQfinish(b);
+	PQfinish(a);
+}
+END_TEST
+
+/* Must fail with SQLSTATE state naming column col (the error's COLUMN). */
+static void fails_on(PGconn *c, const char *state, const char *col, const char *fmt, ...)
+{
+	va_list ap;
+	PGresult *r;
+	const char *got, *gcol;
+
+	va_start(ap, fmt);
+	r = qv(c, fmt, ap);
+	va_end(ap);
+	got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	gcol = PQresultErrorField(r, PG_DIAG_COLUMN_NAME);
+	ck_assert_msg(got && !strcmp(got, state) && gcol && !strcmp(gcol, col),
+		      "expected SQLSTATE %s on %s, got %s on %s: %s", state, col,
+		      got ? got : "success", gcol ? gcol : "no column", PQresultErrorMessage(r));
+	PQclear(r);
+}
+
+/*
+ * outbox.attempts' identity columns are checked on insert (the rules and
+ * SQLSTATE of 0001's CHECKs, the column named), through attempt_record and
+ * directly, and frozen afterwards; its outcome is still updated, and no
+ * regular expression is left in a CHECK PostgreSQL would evaluate on that
+ * update (schema/0016).
+ */
+START_TEST(test_attempts_identity_checked_once)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long op = enq(c, "u1", "i1", 0, "NORMAL");
+	static const struct {
+		const char *col, *tx, *inner, *env, *acct;
+	} bad[] = {
+		{"tx_hash", "repeat('A', 64)", "repeat('a', 64)", "'AAAA'", NULL},
+		{"tx_hash", "repeat('a', 63)", "repeat('a', 63)", "'AAAA'", NULL},
+		{"inner_tx_hash", "repeat('a', 64)", "repeat('g', 64)", "'AAAA'", NULL},
+		{"envelope_xdr", "repeat('a', 64)", "repeat('a', 64)", "'AAA'", NULL},
+		{"envelope_xdr", "repeat('a', 64)", "repeat('a', 64)", "'AA=A'", NULL},
+		{"envelope_xdr", "repeat('a', 64)", "repeat('a', 64)", "'A==='", NULL},
+		{"source_account", "repeat('a', 64)", "repeat('a', 64)", "'AAAA'",
+		 "'G' || repeat('1', 55)"},
+		{"source_account", "repeat('a', 64)", "repeat('a', 64)", "'AAAA'",
+		 "'G' || repeat('A', 54)"},
+	};
+	char acct[80];
+
+	snprintf(acct, sizeof(acct), "'%s'", acc[0]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		fails_on(c, "23514", bad[i].col,
+			 "INSERT INTO outbox.attempts (op_id, attempt_no, bump_no, tx_hash, "
+			 "inner_tx_hash, envelope_xdr, source_account, source_sequence, max_time, "
+			 "fee) VALUES (%lld, 1, %d, %s, %s, %s, %s, 1, 2000000000, 100)",
+			 op, strcmp(bad[i].col, "inner_tx_hash") ? 0 : 1, bad[i].tx, bad[i].inner,
+			 bad[i].env, bad[i].acct ? bad[i].acct : acct);
+	fails(c, "23502",
+	      "INSERT INTO outbox.attempts (op_id, attempt_no, tx_hash, inner_tx_hash, "
+	      "envelope_xdr, source_account, source_sequence, max_time, fee) VALUES "
+	      "(%lld, 1, NULL, repeat('a', 64), 'AAAA', '%s', 1, 2000000000, 100)",
+	      op, acc[0]);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	fails_on(c, "23514", "tx_hash",
+		 "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('F', 64), "
+		 "repeat('F', 64), 'AAAA', '%s', 1, 2000000000, 100)",
+		 e, op, acc[0]);
+	fails_on(c, "23514", "envelope_xdr",
+		 "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 0, repeat('f', 64), "
+		 "repeat('f', 64), 'AAAA=', '%s', 1, 2000000000, 100)",
+		 e, op, acc[0]);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.attempts"), 0);
+
+	/* recorded: every identity column is frozen, a no-op rewrite is not a change */
+	record(c, e, op, 1, 0, 0xf1, 0xf1, 0);
+	static const char *const frozen[][2] = {
+		{"tx_hash", "repeat('b', 64)"},
+		{"inner_tx_hash", "repeat('b', 64)"},
+		{"envelope_xdr", "'BBBB'"},
+		{"source_account", "'%s'"},
+		{"source_sequence", "7"},
+		{"fee", "fee + 1"},
+		{"max_time", "max_time + 1"},
+		{"attempt_no", "attempt_no + 1"},
+		{"op_id", "op_id + 1"},
+		{"max_ledger", "5"},
+		{"submitted_at", "submitted_at - interval '1 s'"},
+	};
+	for (size_t i = 0; i < sizeof(frozen) / sizeof(frozen[0]); i++) {
+		char set[160];
+
+		snprintf(set, sizeof(set), frozen[i][1], acc[1]);
+		fails_on(c, "OB409", frozen[i][0],
+			 "UPDATE outbox.attempts SET %s = %s WHERE tx_hash = '%064x'", frozen[i][0],
+			 set, 0xf1);
+	}
+	ok(c, "UPDATE outbox.attempts SET tx_hash = tx_hash, envelope_xdr = envelope_xdr");
+	/* the outcome's update works and runs no regular expression */
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 7, 100)", e, op, 0xf1);
+	outcome_is(c, 0xf1, "CONFIRMED");
+	status_is(c, op, "CONFIRMED");
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM pg_constraint WHERE conrelid = "
+				"'outbox.attempts'::regclass AND contype = 'c' AND "
+				"pg_get_constraintdef(oid) ~ '~'"),
+			 0);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM pg_indexes WHERE schemaname = 'outbox' AND "
+				"indexname = 'attempts_inner_hash_idx'"),
+			 0);
+	PQfinish(c);
+}
+END_TEST
+
 static Suite *dispatch_sql_suite(void)
 {
 	Suite *s = suite_create("dispatch_sql");
@@ -1706,6 +1938,14 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_late_landings_raise_the_alarm);
 	tcase_add_test(t, test_sequence_alarm_acknowledged);
 	tcase_add_test(t, test_cancel_under_claim_gives_back);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("hot_path");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, test_fence_memo_holds_the_lease);
+	tcase_add_test(t, test_fence_memo_reverts_with_its_savepoint);
+	tcase_add_test(t, test_attempts_identity_checked_once);
 	suite_add_tcase(s, t);
 	return s;
 }

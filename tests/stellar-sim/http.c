@@ -64,6 +64,38 @@ static struct req *parked;
 static unsigned n_held; /* under park_lock */
 static bool stopping;
 
+/*
+ * JSON-RPC requests received, by method (GET /debug/requests): what a
+ * client costs the network, counted once per request whatever fault
+ * answers it. Tests and benchmarks read deltas (RPC calls per op).
+ */
+static const char *const counted[] = {"getHealth",           "getNetwork",      "getVersionInfo",
+				      "getLatestLedger",     "getFeeStats",     "getLedgerEntries",
+				      "simulateTransaction", "sendTransaction", "getTransaction",
+				      "getTransactions"};
+#define N_COUNTED (sizeof(counted) / sizeof(counted[0]))
+static unsigned long n_requests[N_COUNTED + 1]; /* the last: any other method (atomic) */
+
+static void count_request(const char *m)
+{
+	size_t i = 0;
+
+	while (m && i < N_COUNTED && strcmp(m, counted[i]))
+		i++;
+	__atomic_add_fetch(&n_requests[m ? i : N_COUNTED], 1, __ATOMIC_RELAXED);
+}
+
+static json_t *requests_json(void)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i <= N_COUNTED; i++)
+		json_object_set_new(o, i < N_COUNTED ? counted[i] : "other",
+				    json_integer((json_int_t)__atomic_load_n(&n_requests[i],
+									     __ATOMIC_RELAXED)));
+	return o;
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *ctype,
 			       char *body, size_t len)
 {
@@ -313,6 +345,7 @@ static enum MHD_Result rpc(struct req *q)
 				q->conn, 200,
 				rpc_error(NULL, -32600,
 					  "invalid request: batches are not supported"));
+		count_request(rpc_method(q->json));
 		faults_get(rpc_method(q->json), &q->f);
 		if (q->f.delay_ms)
 			return park(q, REQ_DELAYED, sim_now_ms() + q->f.delay_ms);
@@ -419,6 +452,8 @@ static enum MHD_Result route(struct req *q, const char *url, const char *method)
 	}
 	if (get && !strcmp(url, "/debug/executions"))
 		return respond_json(q->conn, 200, chain_debug_executions());
+	if (get && !strcmp(url, "/debug/requests"))
+		return respond_json(q->conn, 200, requests_json());
 	if (get && !strcmp(url, "/debug/faults"))
 		return respond_json(q->conn, 200, faults_json());
 	return respond_text(q->conn, 404, "not found\n");

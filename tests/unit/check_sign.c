@@ -85,6 +85,45 @@ START_TEST(test_keypair_from_seed_and_secret)
 }
 END_TEST
 
+/*
+ * The signing buffer (one per worker) signs exactly as a fresh keypair of
+ * the same seed does, holds zeros once wiped, and serves key after key.
+ */
+START_TEST(test_signing_buffer)
+{
+	static const uint8_t zero[64];
+	struct stellar_keypair a, b, buf;
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	uint8_t hash[32], sig_a[64], sig_b[64], sig[64];
+	const uint8_t *seed_a = (const uint8_t *)"masterpassphrasemasterpassphrase";
+	const uint8_t *seed_b = (const uint8_t *)"another seed, thirty-two bytes!!";
+
+	memset(hash, 7, sizeof(hash));
+	ck_assert_int_eq(stellar_keypair_from_seed(&a, seed_a, &err), 0);
+	ck_assert_int_eq(stellar_keypair_from_seed(&b, seed_b, &err), 0);
+	ck_assert_int_eq(stellar_sign(&a, hash, sig_a), 0);
+	ck_assert_int_eq(stellar_sign(&b, hash, sig_b), 0);
+	ck_assert_int_eq(stellar_keypair_scratch(&buf, &err), 0);
+	ck_assert(memcmp(buf.sk, zero, 64) == 0);
+	for (int round = 0; round < 2; round++) {
+		stellar_keypair_set(&buf, seed_a, a.pk);
+		ck_assert_int_eq(stellar_sign(&buf, hash, sig), 0);
+		ck_assert(memcmp(sig, sig_a, 64) == 0);
+		stellar_keypair_wipe(&buf);
+		ck_assert(memcmp(buf.sk, zero, 64) == 0 && memcmp(buf.pk, zero, 32) == 0);
+		stellar_keypair_set(&buf, seed_b, b.pk);
+		ck_assert_int_eq(stellar_sign(&buf, hash, sig), 0);
+		ck_assert(memcmp(sig, sig_b, 64) == 0);
+		ck_assert_int_eq(stellar_verify(b.pk, hash, sig), 0);
+		stellar_keypair_wipe(&buf);
+	}
+	stellar_keypair_release(&buf);
+	ck_assert_ptr_null(buf.sk);
+	stellar_keypair_release(&a);
+	stellar_keypair_release(&b);
+}
+END_TEST
+
 START_TEST(test_bad_secret_is_not_echoed)
 {
 	struct stellar_keypair kp;
@@ -241,6 +280,7 @@ int main(void)
 
 	tcase_add_test(tc, test_network_ids);
 	tcase_add_test(tc, test_keypair_from_seed_and_secret);
+	tcase_add_test(tc, test_signing_buffer);
 	tcase_add_test(tc, test_bad_secret_is_not_echoed);
 	tcase_add_test(tc, test_v1_vector_signature);
 	tcase_add_test(tc, test_fee_bump_vector);
