@@ -40,7 +40,11 @@
 -- The terminal NOTIFY (0004, 0007) is left one per op: a worker's statement
 -- finalizes one op (op_confirm, op_fail, op_hold each take one op), so a
 -- payload of ids per statement would carry one id, and per transaction the
--- group commit averages under three statements (see README's figures).
+-- worker's group commit averaged 2.65 statements in bench_dispatch. The
+-- pg_notify itself measured 0.002 ms per call above; the commit-time cost of
+-- NOTIFY (the notification queue's lock) is per transaction, not per id.
+-- check_dispatch_sql proves every id of several ended in one transaction
+-- reaches a listener.
 
 ALTER TABLE outbox.ops ADD COLUMN event_seq integer NOT NULL DEFAULT 1;
 

@@ -639,7 +639,8 @@ static long long record_buffers(PGconn *c, long long e, long long op, int attemp
 START_TEST(test_attempt_record_ignores_attempts_statistics)
 {
 	PGconn *c = pgtest_connect(&db);
-	long long e = lease(c, OWNER, 0), op, pages, b;
+	/* an hour's lease: the 40 000-row inserts may take long on a busy machine */
+	long long e = num(c, "SELECT outbox.lease_acquire('" OWNER "', 0, 3600000)"), op, pages, b;
 
 	ok(c, "ALTER TABLE outbox.attempts SET (autovacuum_enabled = false)");
 	/* past the five custom plans of each statement: generic plans are cached */
@@ -1052,6 +1053,55 @@ START_TEST(test_notify_done)
 	ck_assert_int_eq(wait_notify(l, "outbox_done", 5000), x);
 	ok(c, "SELECT outbox.admin_cancel(%lld, 'ops@example')", b);
 	ck_assert_int_eq(wait_notify(l, "outbox_done", 5000), b);
+	PQfinish(l);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * Several ops ended in one transaction, each way a worker ends one (CONFIRMED,
+ * FAILED on chain, FAILED before sending, HELD): the listener gets every id
+ * once, after the commit, and nothing for the op that went back to PENDING.
+ */
+START_TEST(test_notify_done_every_id)
+{
+	PGconn *c = pgtest_connect(&db);
+	PGconn *l = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[8], op[5], got, seen = 0;
+
+	for (int i = 0; i < 5; i++) {
+		char brid[8];
+
+		snprintf(brid, sizeof(brid), "m%d", i);
+		op[i] = enq(c, "u1", brid, i, "NORMAL");
+	}
+	ck_assert_int_eq(claim(c, e, 1, 8, ids, 8), 5);
+	for (int i = 0; i < 4; i++)
+		record(c, e, op[i], 1, 0, 0x90 + i, 0x90 + i, i);
+	ok(l, "LISTEN outbox_done");
+	ok(c, "BEGIN");
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 100)", e, op[0],
+	   0x90);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'bad', 'txFAILED', '%064x')", e,
+	   op[1], 0x91);
+	ok(c, "SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'outcome unknown', NULL)", e,
+	   op[2]);
+	ok(c,
+	   "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 5, 100, "
+	   "'INVOKE_HOST_FUNCTION_RESOURCE_LIMIT_EXCEEDED', 'failed on chain', 1000)",
+	   e, op[3], 0x93);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'invalid', NULL)", e, op[4]);
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 200), -1); /* not before commit */
+	ok(c, "COMMIT");
+	for (int n = 0; n < 4; n++) {
+		got = wait_notify(l, "outbox_done", 5000);
+		for (int i = 0; i < 5; i++)
+			if (got == op[i])
+				seen |= 1LL << i;
+	}
+	ck_assert_int_eq(seen, 1 | 2 | 4 | 16); /* op[3] is PENDING again */
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 200), -1);
+	events_gap_free(c);
 	PQfinish(l);
 	PQfinish(c);
 }
@@ -1704,6 +1754,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_pending_retry_and_defer);
 	tcase_add_test(t, test_events_numbered_on_the_op);
 	tcase_add_test(t, test_notify_done);
+	tcase_add_test(t, test_notify_done_every_id);
 	tcase_add_test(t, test_admin);
 	tcase_add_test(t, test_status_trigger_is_the_lifecycle);
 	tcase_add_test(t, test_triggers_refuse_what_must_never_happen);
