@@ -229,6 +229,24 @@ static void events_are(PGconn *c, long long op, const char *want)
 	ck_assert_str_eq(got, want);
 }
 
+/*
+ * Every op's events are numbered 1..n without a gap (schema/README.md), and
+ * ops.event_seq, which numbers the next one (0018), is n. Ops a test
+ * inserted around enqueue have no events and are not looked at.
+ */
+static void events_gap_free(PGconn *c)
+{
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM (SELECT seq, row_number() OVER "
+				"(PARTITION BY op_id ORDER BY seq) rn FROM outbox.events "
+				"WHERE op_id IS NOT NULL) x WHERE seq <> rn"),
+			 0);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.ops o JOIN (SELECT op_id, "
+				"max(seq) AS n FROM outbox.events GROUP BY op_id) e "
+				"ON e.op_id = o.id WHERE o.event_seq <> e.n"),
+			 0);
+	ck_assert_int_gt(num(c, "SELECT count(*) FROM outbox.events WHERE seq > 1"), 0);
+}
+
 static long long lane(PGconn *c, int signer, const char *col)
 {
 	return num(c, "SELECT coalesce(%s, -1) FROM outbox.lanes WHERE signer = '%s'", col,
@@ -964,6 +982,7 @@ START_TEST(test_fee_bumps)
 	      "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, 1, 2, '%064x', '%064x', "
 	      "'AAAA', '%s', 100, 2000000000, 900)",
 	      e, op2, 0xd2, 0xd0, acc[1]);
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -998,6 +1017,7 @@ START_TEST(test_fail_paths)
 	text(c, s, sizeof(s), "SELECT last_error FROM outbox.ops WHERE id = %lld", b);
 	ck_assert_str_eq(s, "on chain");
 	ck_assert_int_eq(lane(c, 1, "in_flight"), 0);
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1022,6 +1042,7 @@ START_TEST(test_pending_retry_and_defer)
 	fails(c, "OB422", "SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, -1)", e, op);
 	events_are(c, op,
 		   "ENQUEUED:>PENDING,RETRY_SCHEDULED:PENDING>PENDING,DEFERRED:PENDING>PENDING");
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1045,6 +1066,64 @@ static long long wait_notify(PGconn *l, const char *channel, int ms)
 	}
 	return -1;
 }
+
+/*
+ * One op through every move a worker and an operator make: each event takes
+ * the next number from the op row (0018), whichever function writes it, and
+ * a move that fails takes no number.
+ */
+START_TEST(test_events_numbered_on_the_op)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	long long a = enq(c, "u1", "n1", 0, "NORMAL");
+	long long b = enq(c, "u2", "n2", 1, "NORMAL");
+
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 2);
+	record(c, e, a, 1, 0, 0x71, 0x71, 0);
+	record(c, e, a, 1, 1, 0x72, 0x71, 0);
+	/* a refused move rolls back whole: no number is used */
+	fails(c, "OB409", "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 5, 100)",
+	      e, a, 0x7f);
+	ok(c,
+	   "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 5, 100, "
+	   "'INVOKE_HOST_FUNCTION_RESOURCE_LIMIT_EXCEEDED', 'failed on chain', 0)",
+	   e, a, 0x72);
+	outcome_is(c, 0x71, "SUPERSEDED");
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	ok(c, "SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, 0)", e, a);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'rpc down', true)", e,
+	   a);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	ok(c, "SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'sequence moved', NULL)", e, a);
+	ok(c, "SELECT outbox.admin_retry(%lld, 'ops@example')", a);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	record(c, e, a, 3, 0, 0x73, 0x73, 0);
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 6, 100)", e, a, 0x73);
+	events_are(c, a,
+		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FEE_BUMPED:SUBMITTED>SUBMITTED,"
+		   "RETRY_SCHEDULED:SUBMITTED>PENDING,DEFERRED:PENDING>PENDING,"
+		   "RETRY_SCHEDULED:PENDING>PENDING,HELD:PENDING>HELD,ADMIN_RETRY:HELD>PENDING,"
+		   "SUBMITTED:PENDING>SUBMITTED,CONFIRMED:SUBMITTED>CONFIRMED");
+	ck_assert_int_eq(num(c, "SELECT event_seq FROM outbox.ops WHERE id = %lld", a), 10);
+	/* b: expired, failed, retried by an operator, failed on chain */
+	record(c, e, b, 1, 0, 0x81, 0x81, 1);
+	expire(c, e, 0x81, b, 1);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'expired', NULL)", e, b);
+	ok(c, "SELECT outbox.admin_retry(%lld, 'ops@example')", b);
+	ck_assert_int_eq(claim(c, e, 1, 4, ids, 4), 1);
+	record(c, e, b, 2, 0, 0x82, 0x82, 1);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'bad', 'txFAILED', '%064x')", e, b,
+	   0x82);
+	events_are(
+		c, b,
+		"ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FAILED:SUBMITTED>FAILED,"
+		"ADMIN_RETRY:FAILED>PENDING,SUBMITTED:PENDING>SUBMITTED,FAILED:SUBMITTED>FAILED");
+	events_gap_free(c);
+	PQfinish(c);
+}
+END_TEST
 
 START_TEST(test_notify_done)
 {
@@ -1070,6 +1149,55 @@ START_TEST(test_notify_done)
 	ck_assert_int_eq(wait_notify(l, "outbox_done", 5000), x);
 	ok(c, "SELECT outbox.admin_cancel(%lld, 'ops@example')", b);
 	ck_assert_int_eq(wait_notify(l, "outbox_done", 5000), b);
+	PQfinish(l);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * Several ops ended in one transaction, each way a worker ends one (CONFIRMED,
+ * FAILED on chain, FAILED before sending, HELD): the listener gets every id
+ * once, after the commit, and nothing for the op that went back to PENDING.
+ */
+START_TEST(test_notify_done_every_id)
+{
+	PGconn *c = pgtest_connect(&db);
+	PGconn *l = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[8], op[5], got, seen = 0;
+
+	for (int i = 0; i < 5; i++) {
+		char brid[8];
+
+		snprintf(brid, sizeof(brid), "m%d", i);
+		op[i] = enq(c, "u1", brid, i, "NORMAL");
+	}
+	ck_assert_int_eq(claim(c, e, 1, 8, ids, 8), 5);
+	for (int i = 0; i < 4; i++)
+		record(c, e, op[i], 1, 0, 0x90 + i, 0x90 + i, i);
+	ok(l, "LISTEN outbox_done");
+	ok(c, "BEGIN");
+	ok(c, "SELECT outbox.op_confirm('" OWNER "', 0, %lld, %lld, '%064x', 1, 100)", e, op[0],
+	   0x90);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'bad', 'txFAILED', '%064x')", e,
+	   op[1], 0x91);
+	ok(c, "SELECT outbox.op_hold('" OWNER "', 0, %lld, %lld, 'outcome unknown', NULL)", e,
+	   op[2]);
+	ok(c,
+	   "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 5, 100, "
+	   "'INVOKE_HOST_FUNCTION_RESOURCE_LIMIT_EXCEEDED', 'failed on chain', 1000)",
+	   e, op[3], 0x93);
+	ok(c, "SELECT outbox.op_fail('" OWNER "', 0, %lld, %lld, 'invalid', NULL)", e, op[4]);
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 200), -1); /* not before commit */
+	ok(c, "COMMIT");
+	for (int n = 0; n < 4; n++) {
+		got = wait_notify(l, "outbox_done", 5000);
+		for (int i = 0; i < 5; i++)
+			if (got == op[i])
+				seen |= 1LL << i;
+	}
+	ck_assert_int_eq(seen, 1 | 2 | 4 | 16); /* op[3] is PENDING again */
+	ck_assert_int_eq(wait_notify(l, "outbox_done", 200), -1);
+	events_gap_free(c);
 	PQfinish(l);
 	PQfinish(c);
 }
@@ -1141,6 +1269,7 @@ START_TEST(test_admin)
 	events_are(c, s,
 		   "ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,FAILED:SUBMITTED>FAILED,"
 		   "ADMIN_RETRY:FAILED>PENDING,SUBMITTED:PENDING>SUBMITTED");
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1416,6 +1545,7 @@ START_TEST(test_landed_retryable_and_via)
 	      "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064x', 6, 300, 'bad\ncode', "
 	      "NULL, NULL)",
 	      e, a, 0x31);
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1489,6 +1619,7 @@ START_TEST(test_hold_and_resolve)
 	      "', '{0}', '{%lld}', repeat('9', 64), 12, 200, "
 	      "NULL)",
 	      e);
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1547,6 +1678,7 @@ START_TEST(test_late_landings_raise_the_alarm)
 			     "type = 'LANDED_LATE' AND from_status IS NULL AND to_status IS NULL",
 			     b),
 			 1);
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1599,6 +1731,7 @@ START_TEST(test_sequence_alarm_acknowledged)
 	ck_assert_int_eq(atoll(PQgetvalue(r, 0, 2)), seq_of(a, 1) + 7);
 	PQclear(r);
 	events_are(c, b, "ENQUEUED:>PENDING,HELD:PENDING>HELD,ADMIN_RETRY:HELD>PENDING");
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1632,6 +1765,7 @@ START_TEST(test_cancel_under_claim_gives_back)
 		status_is(c, op, "CANCELLED");
 		ck_assert_int_eq(lane(c, 0, "in_flight"), 0);
 	}
+	events_gap_free(c);
 	PQfinish(c);
 }
 END_TEST
@@ -1926,7 +2060,9 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_fee_bumps);
 	tcase_add_test(t, test_fail_paths);
 	tcase_add_test(t, test_pending_retry_and_defer);
+	tcase_add_test(t, test_events_numbered_on_the_op);
 	tcase_add_test(t, test_notify_done);
+	tcase_add_test(t, test_notify_done_every_id);
 	tcase_add_test(t, test_admin);
 	tcase_add_test(t, test_status_trigger_is_the_lifecycle);
 	tcase_add_test(t, test_triggers_refuse_what_must_never_happen);

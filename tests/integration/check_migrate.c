@@ -173,11 +173,11 @@ END_TEST
 START_TEST(test_refuses_changed_sql)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
-	struct outbox_migration edited[32];
+	struct outbox_migration edited[64];
 	PGconn *c = pgtest_connect(&db);
 	static const char sql[] = "SELECT 1;";
 
-	ck_assert_int_le(outbox_migrations_count, 32);
+	ck_assert_int_le(outbox_migrations_count, 64);
 	ck_assert_int_eq(migrate(c, outbox_migrations_count, 0, &err), outbox_migrations_count);
 	memcpy(edited, outbox_migrations, outbox_migrations_count * sizeof(edited[0]));
 	edited[1].sql = sql;
@@ -186,6 +186,55 @@ START_TEST(test_refuses_changed_sql)
 		outbox_migrate_run(c, edited, outbox_migrations_count, 0, NULL, NULL, &err),
 		OUTBOX_ESTATE);
 	ck_assert_msg(strstr(err.msg, "0002_enqueue"), "%s", err.msg);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * 0018 numbers events from ops.event_seq: migrating a database that already
+ * has events sets each op's counter to its newest seq (0 for an op with
+ * none), so the next event continues the op's numbering without a gap.
+ */
+START_TEST(test_event_seq_backfilled)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	PGconn *c = pgtest_connect(&db);
+	char s[57], a[57], sql[1024];
+	size_t before = 0;
+
+	while (before < outbox_migrations_count &&
+	       strcmp(outbox_migrations[before].name, "event_seq_on_op") != 0)
+		before++;
+	ck_assert_int_lt(before, outbox_migrations_count);
+	ck_assert_int_eq(migrate(c, before, 1, &err), (int)before);
+	pgtest_account(1, s);
+	pgtest_account(2, a);
+	for (int i = 1; i <= 3; i++) {
+		snprintf(sql, sizeof(sql),
+			 "SELECT outbox.enqueue('DEPOSIT', 'u', 'r%d', '%s', "
+			 "'{\"account\": \"%s\", \"amount\": \"5\"}')",
+			 i, s, a);
+		pgtest_exec(c, sql);
+	}
+	/* r2 has three events, r3 none (an earlier version's op) */
+	pgtest_exec(c, "INSERT INTO outbox.events (op_id, seq, type) SELECT id, n, 'NOTE' "
+		       "FROM outbox.ops, generate_series(2, 3) n WHERE business_record_id = 'r2'");
+	pgtest_exec(c, "DELETE FROM outbox.events WHERE op_id = "
+		       "(SELECT id FROM outbox.ops WHERE business_record_id = 'r3')");
+	ck_assert_int_eq(migrate(c, outbox_migrations_count, 1, &err),
+			 (int)(outbox_migrations_count - before));
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.ops WHERE event_seq <> "
+					  "CASE business_record_id WHEN 'r1' THEN 1 "
+					  "WHEN 'r2' THEN 3 ELSE 0 END"),
+			 0);
+	/* the next event of each op continues its numbering */
+	pgtest_exec(c, "SELECT outbox.admin_cancel(id, 'ops@example') FROM outbox.ops");
+	ck_assert_int_eq(pgtest_scalar(c,
+				       "SELECT count(*) FROM outbox.events e JOIN outbox.ops o "
+				       "ON o.id = e.op_id WHERE e.type = 'CANCELLED' AND e.seq = "
+				       "CASE o.business_record_id WHEN 'r1' THEN 2 "
+				       "WHEN 'r2' THEN 4 ELSE 1 END AND o.event_seq = e.seq"),
+			 3);
 	PQfinish(c);
 }
 END_TEST
@@ -317,6 +366,7 @@ int main(void)
 	tcase_add_test(tc, test_cli_needs_url);
 	tcase_add_test(tc, test_refuses_changed_checksum);
 	tcase_add_test(tc, test_refuses_changed_sql);
+	tcase_add_test(tc, test_event_seq_backfilled);
 	tcase_add_test(tc, test_refuses_unknown_version);
 	tcase_add_test(tc, test_vshards_fixed_at_first_migrate);
 	tcase_add_test(tc, test_vshards_parse);
