@@ -17,8 +17,8 @@ static int ensure_sodium(struct outbox_error *err)
 	return 0;
 }
 
-int stellar_keypair_from_seed(struct stellar_keypair *kp, const uint8_t seed[32],
-			      struct outbox_error *err)
+/* A locked, guarded secret-key buffer for kp (mprotect is left to the caller). */
+static int alloc_secret(struct stellar_keypair *kp, struct outbox_error *err)
 {
 	int rc;
 
@@ -35,6 +35,16 @@ int stellar_keypair_from_seed(struct stellar_keypair *kp, const uint8_t seed[32]
 		return outbox_error_set(err, -errno, "seed",
 					"cannot mlock the key (RLIMIT_MEMLOCK too low?)");
 	}
+	return 0;
+}
+
+int stellar_keypair_from_seed(struct stellar_keypair *kp, const uint8_t seed[32],
+			      struct outbox_error *err)
+{
+	int rc;
+
+	if ((rc = alloc_secret(kp, err)))
+		return rc;
 	crypto_sign_seed_keypair(kp->pk, kp->sk, seed);
 	sodium_mprotect_noaccess(kp->sk);
 	return 0;
@@ -73,18 +83,8 @@ int stellar_keypair_scratch(struct stellar_keypair *kp, struct outbox_error *err
 {
 	int rc;
 
-	memset(kp, 0, sizeof(*kp));
-	if ((rc = ensure_sodium(err)))
+	if ((rc = alloc_secret(kp, err)))
 		return rc;
-	kp->sk = sodium_malloc(crypto_sign_SECRETKEYBYTES);
-	if (!kp->sk)
-		return outbox_error_set(err, -ENOMEM, "seed", "sodium_malloc failed");
-	if (sodium_mlock(kp->sk, crypto_sign_SECRETKEYBYTES) != 0) {
-		sodium_free(kp->sk);
-		kp->sk = NULL;
-		return outbox_error_set(err, -errno, "seed",
-					"cannot mlock the key (RLIMIT_MEMLOCK too low?)");
-	}
 	sodium_memzero(kp->sk, crypto_sign_SECRETKEYBYTES);
 	kp->scratch = true;
 	return 0;
