@@ -76,6 +76,12 @@ struct relay {
 	int64_t *marks;     /* delivered, to mark published */
 	size_t n_marks, cap_marks;
 	bool marking, counting;
+	/*
+	 * Stopping (relay_drain): reads run back to back, and caught_up says a
+	 * seal read sent after the drain began found nothing, so every event
+	 * the owner committed before it is sealed or in the FIFO.
+	 */
+	bool draining, read_in_drain, caught_up;
 	int64_t next_read_ms, next_mark_ms, next_count_ms;
 	unsigned failing; /* periodic statements failed in a row (failed()) */
 };
@@ -503,6 +509,8 @@ static void on_unsealed(PGresult *res, void *arg)
 	succeeded(r);
 	n = PQntuples(res);
 	r->more = n == RELAY_PAGE;
+	if (r->read_in_drain && n == 0)
+		r->caught_up = true;
 	for (int k = 0; k < n; k++)
 		push_unsealed(r, res, k);
 	group_by_chain(r, base);
@@ -636,7 +644,7 @@ static void read_rows(struct relay *r, int64_t now)
 		r->resending = true;
 		r->resend_after = 0;
 	}
-	if (!r->resending && !r->more && now < r->next_read_ms)
+	if (!r->resending && !r->more && !(r->draining && !r->caught_up) && now < r->next_read_ms)
 		return;
 	if (!(vs = malloc(cap)) || !(chains = malloc(cap))) {
 		free(vs);
@@ -661,6 +669,7 @@ static void read_rows(struct relay *r, int64_t now)
 			rc = pgq_send(&r->pg,
 				      "SELECT * FROM outbox.events_unsealed_chain($1, $2::int)", 2,
 				      pc, on_unsealed, r);
+		r->read_in_drain = r->draining && !r->resending;
 	}
 	r->reading = rc == 0;
 	r->next_read_ms = now + RELAY_IDLE_MS;
@@ -770,7 +779,7 @@ int relay_timeout_ms(const struct relay *r, int64_t now)
 	can_read = (r->n_vshards || r->chain[0]) && r->source[0] && !r->reading && !r->seals_out &&
 		   r->n_fifo < RELAY_FIFO_MAX;
 	resend_due = r->resend && !r->in_flight && !r->n_fifo && !r->marking && !r->n_marks;
-	if (can_read && (r->more || r->resending || resend_due))
+	if (can_read && (r->more || r->resending || resend_due || (r->draining && !r->caught_up)))
 		return 0;
 	if (can_read && r->next_read_ms - now < t)
 		t = r->next_read_ms - now;
@@ -856,13 +865,68 @@ struct relay *relay_new(const struct relay_config *cfg, struct outbox_error *err
 	return r;
 }
 
-/* Drive the connection outside the owner's loop (at the end: relay_free). */
+/* Drive the connection outside the owner's loop (at the end: relay_drain, relay_free). */
 static void wait_pg(struct pgq *q, int ms)
 {
 	struct pollfd p = {.fd = q->fd, .events = POLLIN};
 
 	if (q->fd >= 0 && poll(&p, 1, ms) > 0)
 		pgq_on_ready(q, EPOLLIN);
+}
+
+/* One turn outside the owner's loop: its connection and the producer's wake-ups. */
+static void drain_turn(struct relay *r, int ms)
+{
+	struct pollfd p[2] = {{.fd = r->pg.fd, .events = POLLIN},
+			      {.fd = r->pipe[0], .events = POLLIN}};
+	uint32_t ev = 0;
+
+	if (r->pg.registered_events & EPOLLOUT)
+		p[0].events |= POLLOUT;
+	if (poll(p, 2, ms) <= 0)
+		return;
+	if (p[0].revents & (POLLIN | POLLERR | POLLHUP))
+		ev |= EPOLLIN;
+	if (p[0].revents & POLLOUT)
+		ev |= EPOLLOUT;
+	if (ev && r->pg.fd >= 0)
+		pgq_on_ready(&r->pg, ev);
+	if (p[1].revents)
+		relay_on_ready(r, r->cfg.tag_kafka, EPOLLIN);
+}
+
+static bool drained(const struct relay *r)
+{
+	return r->caught_up && !r->n_fifo && !r->seals_out && !r->reading && !r->in_flight &&
+	       !r->n_marks && !r->marking && !r->resend && !r->resending;
+}
+
+bool relay_drain(struct relay *r, int ms)
+{
+	int64_t until = mono_ms() + ms, now;
+
+	if (!r)
+		return true;
+	r->draining = true;
+	r->caught_up = false;
+	while ((now = mono_ms()) < until) {
+		int t;
+
+		r->next_mark_ms = 0; /* mark each report as it comes: nothing follows */
+		relay_tick(r, now);
+		if (drained(r))
+			break;
+		t = relay_timeout_ms(r, now);
+		drain_turn(r, t < 20 ? t : 20);
+	}
+	r->draining = false;
+	if (!drained(r)) {
+		log_warn("relay: stopping with events unpublished (%zu waiting, %llu in flight): "
+			 "the next owner of their chains produces them",
+			 r->n_fifo, (unsigned long long)r->in_flight);
+		return false;
+	}
+	return true;
 }
 
 void relay_free(struct relay *r, int flush_ms)

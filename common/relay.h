@@ -57,6 +57,18 @@ struct relay_config {
 struct relay *relay_new(const struct relay_config *cfg, struct outbox_error *err);
 
 /*
+ * The owner stops: for at most ms, read its chains until a read finds
+ * nothing unsealed, seal and produce what it found, wait for the delivery
+ * reports and mark the rows published. Call it after the owner's last
+ * event-writing statement has committed and while its leases still hold
+ * (a seal is fenced by them). True when everything the owner wrote is
+ * published; false (logged once) leaves the rest to the next owner of the
+ * chains, whose start resends it. It drives its own descriptors, not the
+ * owner's loop. NULL is allowed.
+ */
+bool relay_drain(struct relay *r, int ms);
+
+/*
  * Flush for at most flush_ms (what was produced gets its delivery reports
  * and is marked), then free. NULL is allowed.
  */

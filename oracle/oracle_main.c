@@ -203,7 +203,9 @@ int oracle_main(struct child_ctx *ctx)
 	rpc_client_free(o.rpc); /* cancels a round in flight; nothing is published after this */
 	follower_free(fol);
 	archiver_free(arc);
-	relay_free(o.relay, 2000);
+	/* the oracle drains last: whatever is left of the drain's time, less a margin */
+	relay_drain(o.relay, (int)(ctx->cfg->drain_timeout_ms / 4));
+	relay_free(o.relay, 0);
 	loop_close(&o.loop);
 	log_info("stopped");
 	return 0;

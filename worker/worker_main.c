@@ -353,11 +353,8 @@ static size_t pg_pending(const struct worker *w)
 	return n;
 }
 
-static void drain(struct worker *w)
+static void wait_writes(struct worker *w, int64_t until)
 {
-	int64_t until = mono_ms() + 2000;
-
-	leases_release_all(w);
 	while (pg_pending(w) && mono_ms() < until) {
 		struct epoll_event evs[8];
 		int n = epoll_wait(w->loop.ep, evs, 8, 50);
@@ -367,6 +364,27 @@ static void drain(struct worker *w)
 			else
 				pg_ready(w, &evs[i]);
 	}
+}
+
+/*
+ * Stopping, within three quarters of the supervisor's OUTBOX_DRAIN_TIMEOUT_MS
+ * (then it SIGKILLs): the jobs are abandoned and their writes in flight
+ * finish; the relay publishes the events those writes left while the leases
+ * still fence its seals (released first, every event written in the last
+ * moments waited, unpublished, for the next start); then the leases go.
+ */
+static void drain(struct worker *w)
+{
+	int64_t start = mono_ms(), end = start + w->cfg->drain_timeout_ms * 3 / 4;
+	int64_t writes = start + 2000 < end ? start + 2000 : end;
+
+	for (int v = 0; v < w->nvshards; v++)
+		if (w->leases[v].epoch)
+			job_abandon_vshard(w, v);
+	wait_writes(w, writes);
+	relay_drain(w->relay, (int)(end - 1000 - mono_ms() > 0 ? end - 1000 - mono_ms() : 0));
+	leases_release_all(w);
+	wait_writes(w, end);
 }
 
 int worker_main(struct child_ctx *ctx)
@@ -421,8 +439,7 @@ int worker_main(struct child_ctx *ctx)
 	proc_slot_stopping(w.slot);
 	qsbr_offline(&w.reader.q, w.reader.me);
 	drain(&w);
-	relay_free(w.relay,
-		   2000); /* what it produced gets its reports; the rest is produced again */
+	relay_free(w.relay, 0); /* relay_drain had its time; the rest is produced again */
 	rpc_client_free(w.rpc);
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
 		pgq_release(&w.pg[k]);

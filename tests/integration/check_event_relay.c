@@ -541,6 +541,60 @@ START_TEST(test_no_stats_block)
 }
 END_TEST
 
+/*
+ * relay.h: relay_drain at the owner's stop publishes what the owner wrote
+ * last. Events written just before it, never read by a loop turn, are on
+ * the topic and marked published when it returns (without it, a stop right
+ * after the last writes left them for the next start).
+ */
+START_TEST(test_drain_publishes_the_last_writes)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct pgtest_db db;
+	int ep = epoll_create1(0);
+	char t[128];
+	PGconn *c;
+	PGresult *res;
+	struct relay *r;
+
+	kafkatest_require_broker();
+	kafkatest_fresh_topic(t, sizeof(t), "relay-drain", 1);
+	ck_assert_int_ge(ep, 0);
+	pgtest_setup(&db, 8);
+	c = pgtest_connect(&db);
+	pgtest_exec(c, "SELECT outbox.fee_event('drain', jsonb_build_object('base_fee', i)) "
+		       "FROM generate_series(1, 2500) i"); /* more than a page */
+	r = relay_new(&(struct relay_config){.brokers = kafkatest_brokers(),
+					     .topic = t,
+					     .database = db.conninfo,
+					     .client = "check-relay",
+					     .ep = ep,
+					     .tag_pg = 1,
+					     .tag_kafka = 2},
+		      &err);
+	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
+	relay_set_chain(r, "oracle:drain");
+	ck_assert_msg(relay_drain(r, 60000), "relay_drain gave up within 60 s");
+	res = PQexec(c, "SELECT count(*) FILTER (WHERE published_at IS NOT NULL), count(*) "
+			"FROM outbox.events");
+	ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
+	ck_assert_msg(!strcmp(PQgetvalue(res, 0, 0), "2500") &&
+			      !strcmp(PQgetvalue(res, 0, 1), "2500"),
+		      "published %s of %s events", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+	PQclear(res);
+	{
+		struct kafkatest_msgs got;
+		size_t n = kafkatest_consume_all(t, 2500, 60000, &got);
+		ck_assert_msg(n == 2500, "%zu messages on the topic, want 2500", n);
+		kafkatest_msgs_free(&got);
+	}
+	relay_free(r, 0);
+	PQfinish(c);
+	pgtest_teardown(&db);
+	close(ep);
+}
+END_TEST
+
 static Suite *event_relay_suite(void)
 {
 	Suite *s = suite_create("event_relay");
@@ -558,6 +612,7 @@ static Suite *event_relay_suite(void)
 	dh_add_case(s, "tampering", test_tampering_is_found, 200);
 	dh_add_case(s, "database_down", test_database_down_does_not_spin, 60);
 	dh_add_case(s, "failing_reads", test_failing_reads_warn_once, 60);
+	dh_add_case(s, "drain", test_drain_publishes_the_last_writes, 200);
 	dh_add_case(s, "no_stats_block", test_no_stats_block, 120);
 	return s;
 }
