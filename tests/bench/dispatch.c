@@ -517,6 +517,14 @@ START_TEST(bench_dispatch)
 		 "%s",
 		 ledger_ms, PH_CONTRACT);
 	prepare(&f, sim);
+	/* outboxd inherits OUTBOX_KAFKA_BROKERS: with it, every worker runs the event relay */
+	const char *brokers = getenv("OUTBOX_KAFKA_BROKERS");
+	bool relay_on = brokers && *brokers;
+	char autovacuum[8] = "?";
+	PGresult *av = PQexec(f.c, "SHOW autovacuum");
+	if (PQresultStatus(av) == PGRES_TUPLES_OK && PQntuples(av) == 1)
+		snprintf(autovacuum, sizeof(autovacuum), "%s", PQgetvalue(av, 0, 0));
+	PQclear(av);
 	const char *source = stmtstats_prepare(f.c); /* before outboxd connects */
 	ck_assert_msg(source != NULL, "the statement breakdown cannot be configured");
 	meter = cpumeter_start(f.db.admin, f.db.name);
@@ -557,6 +565,9 @@ START_TEST(bench_dispatch)
 	json_object_set_new(o, "peer_graphile_jobs_per_s",
 			    peer > 0 ? json_real(peer) : json_null());
 	json_object_set_new(o, "breakdown_source", json_string(source));
+	/* two settings that move every figure above: say which the run had */
+	json_object_set_new(o, "event_relay", json_boolean(relay_on));
+	json_object_set_new(o, "pg_autovacuum", json_string(autovacuum));
 	json_object_set_new(o, "loadavg_1m_start", json_real(load0));
 	json_object_set_new(o, "loadavg_1m_end", json_real(cpumeter_loadavg()));
 	print_line(o);
