@@ -921,9 +921,10 @@ bool relay_drain(struct relay *r, int ms)
 	}
 	r->draining = false;
 	if (!drained(r)) {
-		log_warn("relay: stopping with events unpublished (%zu waiting, %llu in flight): "
-			 "the next owner of their chains produces them",
-			 r->n_fifo, (unsigned long long)r->in_flight);
+		log_warn("relay: stopping with events of its chains unpublished (%s; %zu read, "
+			 "%llu produced without a report): their next owner produces them",
+			 r->caught_up ? "every one read" : "not every one read yet", r->n_fifo,
+			 (unsigned long long)r->in_flight);
 		return false;
 	}
 	return true;
