@@ -27,6 +27,7 @@
 #include "common/shm/layout.h"
 
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -595,6 +596,195 @@ START_TEST(test_drain_publishes_the_last_writes)
 }
 END_TEST
 
+/* A statement that must fail with SQLSTATE state; its message, for a closer look. */
+static void seal_refused(PGconn *c, const char *state, const char *sql, const char *why)
+{
+	PGresult *r = PQexec(c, sql);
+	const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_FATAL_ERROR && got && !strcmp(got, state),
+		      "%s: want %s, got %s %s", why, state, got ? got : "no error",
+		      PQresultErrorMessage(r));
+	PQclear(r);
+}
+
+/* A seal of the events with these ids (a SQL array) after the chain's head, made-up hashes. */
+static void seal_sql(PGconn *c, char *out, size_t n, const char *owner, const char *vshard,
+		     long long epoch, const char *chain, const char *ids)
+{
+	PGresult *r = PQexecParams(
+		c,
+		"SELECT coalesce((SELECT seq FROM outbox.chain_heads WHERE chain = $1), 0), "
+		"encode(coalesce((SELECT hash FROM outbox.chain_heads WHERE chain = $1), "
+		"'\\x"
+		"0000000000000000000000000000000000000000000000000000000000000000'"
+		"::bytea), 'hex')",
+		1, NULL, (const char *const[]){chain}, NULL, NULL, 0);
+
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	snprintf(out, n,
+		 "SELECT outbox.events_seal('%s', %s, %lld, '%s', %s, '%s', '%s'::bigint[], "
+		 "ARRAY(SELECT lpad(to_hex(x), 64, 'a') FROM unnest('%s'::bigint[]) x))",
+		 owner, vshard, epoch, chain, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), ids, ids);
+	PQclear(r);
+}
+
+static long long scalar(PGconn *c, const char *fmt, ...)
+{
+	char sql[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof(sql), fmt, ap);
+	va_end(ap);
+	return pgtest_scalar(c, sql);
+}
+
+/*
+ * outbox.events_seal (schema/0019) links only unsealed events of the chain
+ * it is asked to extend: an op event of another vshard, an event of no op
+ * on a vshard chain, an op event on an oracle's chain, an event sealed
+ * already, a stale head or a stale lease each refuse the whole seal and
+ * change nothing. And its cost does not depend on outbox.ops: with plans a
+ * session settled on while ops was small (generic plans, statistics of an
+ * empty table) and then 20 000 ops, a seal of two events reads a few dozen
+ * buffers; the plan 0019 replaced hashed a sequential scan of ops per seal.
+ */
+START_TEST(test_seal_refuses_foreign_events)
+{
+	struct pgtest_db db;
+	PGconn *c;
+	char a[57], b[57], sql[2048];
+	int va = -1, vb = -1;
+	long long ea, eb, opa, opb, evf, epa, epb, buffers;
+	PGresult *r;
+
+	pgtest_setup(&db, 2);
+	c = pgtest_connect(&db);
+	/* two signers on different vshards */
+	for (uint32_t i = 1; i < 64 && (va < 0 || vb < 0); i++) {
+		char x[57];
+		int v;
+
+		pgtest_account(i, x);
+		v = (int)scalar(c, "SELECT outbox.vshard_of('%s')", x);
+		if (va < 0) {
+			va = v;
+			memcpy(a, x, sizeof(a));
+		} else if (v != va) {
+			vb = v;
+			memcpy(b, x, sizeof(b));
+		}
+	}
+	ck_assert_int_ge(vb, 0);
+	opa = scalar(c,
+		     "SELECT id FROM outbox.enqueue('DEPOSIT', 'ua', 'ra', '%s', "
+		     "'{\"account\": \"%s\", \"amount\": \"5\"}', 'NORMAL')",
+		     a, b);
+	opb = scalar(c,
+		     "SELECT id FROM outbox.enqueue('DEPOSIT', 'ub', 'rb', '%s', "
+		     "'{\"account\": \"%s\", \"amount\": \"5\"}', 'NORMAL')",
+		     b, a);
+	ea = scalar(c, "SELECT id FROM outbox.events WHERE op_id = %lld", opa);
+	eb = scalar(c, "SELECT id FROM outbox.events WHERE op_id = %lld", opb);
+	pgtest_exec(c, "SELECT outbox.fee_event('x', '{\"base_fee\": 100}')");
+	evf = pgtest_scalar(c, "SELECT id FROM outbox.events WHERE chain = 'oracle:x'");
+	epa = scalar(c, "SELECT outbox.lease_acquire('o/0/1', %d, 3600000)", va);
+	epb = scalar(c, "SELECT outbox.lease_acquire('o/0/1', %d, 3600000)", vb);
+	char vsa[16], vsb[16], cha[32], chb[32], ids[96];
+	snprintf(vsa, sizeof(vsa), "%d", va);
+	snprintf(vsb, sizeof(vsb), "%d", vb);
+	snprintf(cha, sizeof(cha), "vshard:%d", va);
+	snprintf(chb, sizeof(chb), "vshard:%d", vb);
+
+	snprintf(ids, sizeof(ids), "{%lld,%lld}", ea, eb);
+	seal_sql(c, sql, sizeof(sql), "o/0/1", vsa, epa, cha, ids);
+	seal_refused(c, "OB409", sql, "an op event of another vshard");
+	snprintf(ids, sizeof(ids), "{%lld,%lld}", ea, evf);
+	seal_sql(c, sql, sizeof(sql), "o/0/1", vsa, epa, cha, ids);
+	seal_refused(c, "OB409", sql, "an event of no op on a vshard chain");
+	snprintf(ids, sizeof(ids), "{%lld}", evf);
+	seal_sql(c, sql, sizeof(sql), "", "NULL", 0, "oracle:y", ids);
+	seal_refused(c, "OB409", sql, "an event of another oracle's chain");
+	snprintf(ids, sizeof(ids), "{%lld,%lld}", evf, ea);
+	seal_sql(c, sql, sizeof(sql), "", "NULL", 0, "oracle:x", ids);
+	seal_refused(c, "OB409", sql, "an op event on an oracle's chain");
+	snprintf(ids, sizeof(ids), "{%lld}", eb);
+	seal_sql(c, sql, sizeof(sql), "o/0/1", vsb, epb + 1, chb, ids);
+	seal_refused(c, "OB403", sql, "a lease that is not held");
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events "
+					  "WHERE chain_seq IS NOT NULL"),
+			 0);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.chain_heads WHERE seq > 0"),
+			 0);
+
+	/* what is right goes through, once */
+	snprintf(ids, sizeof(ids), "{%lld}", ea);
+	seal_sql(c, sql, sizeof(sql), "o/0/1", vsa, epa, cha, ids);
+	pgtest_exec(c, sql);
+	seal_refused(c, "OB409", sql, "a stale head");
+	seal_sql(c, sql, sizeof(sql), "o/0/1", vsa, epa, cha, ids);
+	seal_refused(c, "OB409", sql, "an event sealed already");
+	snprintf(ids, sizeof(ids), "{%lld}", evf);
+	seal_sql(c, sql, sizeof(sql), "", "NULL", 0, "oracle:x", ids);
+	pgtest_exec(c, sql);
+	ck_assert_int_eq(scalar(c,
+				"SELECT count(*) FROM outbox.events WHERE chain_seq = 1 AND "
+				"id IN (%lld, %lld)",
+				ea, evf),
+			 2);
+
+	/* plans settled on a small ops, then 20 000 ops of the vshard */
+	pgtest_exec(c, "ALTER TABLE outbox.ops SET (autovacuum_enabled = false)");
+	pgtest_exec(c, "ANALYZE outbox.ops");
+	pgtest_exec(c, "SET plan_cache_mode = force_generic_plan");
+	for (int i = 0; i < 8; i++) {
+		long long op = scalar(c,
+				      "SELECT id FROM outbox.enqueue('DEPOSIT', 'uw', 'w%d', '%s', "
+				      "'{\"account\": \"%s\", \"amount\": \"5\"}', 'NORMAL')",
+				      i, a, b),
+			  e = scalar(c, "SELECT id FROM outbox.events WHERE op_id = %lld", op);
+		snprintf(ids, sizeof(ids), "{%lld}", e);
+		seal_sql(c, sql, sizeof(sql), "o/0/1", vsa, epa, cha, ids);
+		pgtest_exec(c, sql);
+	}
+	scalar(c,
+	       "SELECT count(*) FROM (SELECT outbox.enqueue('DEPOSIT', 'bulk', 'b' || g, '%s', "
+	       "'{\"account\": \"%s\", \"amount\": \"5\"}', 'LOW') FROM generate_series(1, 20000) "
+	       "g) x",
+	       a, b);
+	r = PQexec(c, "SELECT array_agg(id ORDER BY id)::text FROM (SELECT id FROM outbox.events "
+		      "WHERE chain_seq IS NULL AND op_id IS NOT NULL AND op_id IN (SELECT id FROM "
+		      "outbox.ops WHERE user_id = 'bulk') ORDER BY id LIMIT 2) x");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	snprintf(ids, sizeof(ids), "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	seal_sql(c, sql, sizeof(sql), "o/0/1", vsa, epa, cha, ids);
+	{
+		char ex[2200];
+		snprintf(ex, sizeof(ex),
+			 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) %s", sql);
+		r = PQexec(c, ex);
+	}
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+	buffers = 0;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *hit = strstr(PQgetvalue(r, i, 0), "shared hit=");
+		if (hit && !buffers)
+			buffers = strtoll(hit + 11, NULL, 10);
+	}
+	PQclear(r);
+	fprintf(stderr,
+		"{\"test\":\"seal_refuses_foreign_events\",\"seal2_buffers\":%lld,"
+		"\"ops_pages\":%lld}\n",
+		buffers, pgtest_scalar(c, "SELECT pg_relation_size('outbox.ops') / 8192"));
+	ck_assert_msg(buffers > 0 && buffers < 200,
+		      "a seal of two events read %lld buffers with 20 000 ops", buffers);
+	PQfinish(c);
+	pgtest_teardown(&db);
+}
+END_TEST
+
 static Suite *event_relay_suite(void)
 {
 	Suite *s = suite_create("event_relay");
@@ -613,6 +803,7 @@ static Suite *event_relay_suite(void)
 	dh_add_case(s, "database_down", test_database_down_does_not_spin, 60);
 	dh_add_case(s, "failing_reads", test_failing_reads_warn_once, 60);
 	dh_add_case(s, "drain", test_drain_publishes_the_last_writes, 200);
+	dh_add_case(s, "seal_refuses", test_seal_refuses_foreign_events, 300);
 	dh_add_case(s, "no_stats_block", test_no_stats_block, 120);
 	return s;
 }
