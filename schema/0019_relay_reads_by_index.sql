@@ -31,8 +31,13 @@
 -- Measured (bench_dispatch with the event relay, the 2-core machine):
 -- events_seal 10.1 -> 1.66 ms of statement time per op; confirmed ops/s
 -- 210 -> 255, PostgreSQL CPU 7.25 -> 5.06 ms per op.
--- check_dispatch_sql's hot_plans test holds both to an index scan with
--- bounded buffers under a 100 000-op backlog, before and after ANALYZE.
+-- Tests: check_event_relay's seal_refuses (every refusal of events_seal;
+-- a seal of two events under generic plans with 20 000 ops: 951 buffers
+-- with the OR EXISTS form, 47 now); check_dispatch_sql's hot_plans (every
+-- hot-path statement under a 100 000-op backlog: 0009's seal read ~314 000
+-- buffers there). No test reproduces events_unsealed's bad plan (a hash
+-- join it chose with most unsealed rows outside the worker's vshards); its
+-- SET clauses hold it.
 
 ALTER FUNCTION outbox.events_unsealed(integer[], integer)
 	SET enable_seqscan = off
