@@ -356,6 +356,29 @@ START_TEST(test_tampering_is_found)
 END_TEST
 
 /*
+ * A relay of the named chain `chain` outside a role (the tests' own loop: ep,
+ * tags 1 and 2), stats may be NULL; aborts the test when it cannot be made.
+ */
+static struct relay *chain_relay(int ep, const char *database, const char *brokers, const char *to,
+				 struct shm_stats_block *stats, const char *chain)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	struct relay *r = relay_new(&(struct relay_config){.brokers = brokers,
+							   .topic = to,
+							   .database = database,
+							   .client = "check-relay",
+							   .ep = ep,
+							   .tag_pg = 1,
+							   .tag_kafka = 2,
+							   .stats = stats},
+				    &err);
+
+	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
+	relay_set_chain(r, chain);
+	return r;
+}
+
+/*
  * A relay whose database is down waits for its next connect attempt: the
  * owner's loop sleeps on relay_timeout_ms(), and a relay that asked for an
  * immediate turn while nothing could run made it spin (a worker or the
@@ -366,7 +389,6 @@ START_TEST(test_database_down_does_not_spin)
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
 	int ls = socket(AF_INET, SOCK_STREAM, 0), ep = epoll_create1(0);
-	struct outbox_error err = OUTBOX_ERROR_INIT;
 	char db[128];
 	struct relay *r;
 	long turns = 0;
@@ -378,16 +400,8 @@ START_TEST(test_database_down_does_not_spin)
 	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
 	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
 	snprintf(db, sizeof(db), "host=127.0.0.1 port=%d dbname=x user=x", ntohs(a.sin_port));
-	r = relay_new(&(struct relay_config){.brokers = "127.0.0.1:9",
-					     .topic = "check_event_relay.down",
-					     .database = db,
-					     .client = "check-relay",
-					     .ep = ep,
-					     .tag_pg = 1,
-					     .tag_kafka = 2},
-		      &err);
-	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
-	relay_set_chain(r, "oracle:check"); /* a resend is due, reads too */
+	r = chain_relay(ep, db, "127.0.0.1:9", "check_event_relay.down", NULL,
+			"oracle:check"); /* a resend is due, reads too */
 	end = mono_ms() + 3000;
 	while (mono_ms() < end) {
 		struct epoll_event evs[4];
@@ -441,7 +455,6 @@ static int count_in(const char *text, const char *needle)
  */
 START_TEST(test_failing_reads_warn_once)
 {
-	struct outbox_error err = OUTBOX_ERROR_INIT;
 	static struct shm_stats_block stats;
 	struct pgtest_db db;
 	char path[] = "/tmp/check_event_relay_log.XXXXXX", text[65536], sql[2300];
@@ -461,17 +474,8 @@ START_TEST(test_failing_reads_warn_once)
 	pgtest_exec(c, sql);
 	pgtest_exec(c, "BEGIN");
 	pgtest_exec(c, "LOCK TABLE outbox.events IN ACCESS EXCLUSIVE MODE");
-	r = relay_new(&(struct relay_config){.brokers = "127.0.0.1:9",
-					     .topic = "check_event_relay.locked",
-					     .database = db.conninfo,
-					     .client = "check-relay",
-					     .ep = ep,
-					     .tag_pg = 1,
-					     .tag_kafka = 2,
-					     .stats = &stats},
-		      &err);
-	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
-	relay_set_chain(r, "oracle:check");
+	r = chain_relay(ep, db.conninfo, "127.0.0.1:9", "check_event_relay.locked", &stats,
+			"oracle:check");
 	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
 	turns = relay_run(r, ep, 4000); /* reads time out, again and again */
 	pgtest_exec(c, "COMMIT");
@@ -501,7 +505,6 @@ END_TEST
  */
 START_TEST(test_no_stats_block)
 {
-	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct pgtest_db db;
 	int ep = epoll_create1(0);
 	char t[128];
@@ -516,16 +519,7 @@ START_TEST(test_no_stats_block)
 	pgtest_setup(&db, 8);
 	c = pgtest_connect(&db);
 	pgtest_exec(c, "SELECT outbox.fee_event('nostats', '{\"base_fee\": 100}')");
-	r = relay_new(&(struct relay_config){.brokers = kafkatest_brokers(),
-					     .topic = t,
-					     .database = db.conninfo,
-					     .client = "check-relay",
-					     .ep = ep,
-					     .tag_pg = 1,
-					     .tag_kafka = 2},
-		      &err);
-	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
-	relay_set_chain(r, "oracle:nostats");
+	r = chain_relay(ep, db.conninfo, kafkatest_brokers(), t, NULL, "oracle:nostats");
 	for (int64_t end = mono_ms() + 60000; !published && mono_ms() < end;) {
 		relay_run(r, ep, 250);
 		res = PQexec(c,
@@ -550,7 +544,6 @@ END_TEST
  */
 START_TEST(test_drain_publishes_the_last_writes)
 {
-	struct outbox_error err = OUTBOX_ERROR_INIT;
 	struct pgtest_db db;
 	int ep = epoll_create1(0);
 	char t[128];
@@ -565,16 +558,7 @@ START_TEST(test_drain_publishes_the_last_writes)
 	c = pgtest_connect(&db);
 	pgtest_exec(c, "SELECT outbox.fee_event('drain', jsonb_build_object('base_fee', i)) "
 		       "FROM generate_series(1, 2500) i"); /* more than a page */
-	r = relay_new(&(struct relay_config){.brokers = kafkatest_brokers(),
-					     .topic = t,
-					     .database = db.conninfo,
-					     .client = "check-relay",
-					     .ep = ep,
-					     .tag_pg = 1,
-					     .tag_kafka = 2},
-		      &err);
-	ck_assert_msg(r != NULL, "relay_new: %s", err.msg);
-	relay_set_chain(r, "oracle:drain");
+	r = chain_relay(ep, db.conninfo, kafkatest_brokers(), t, NULL, "oracle:drain");
 	ck_assert_msg(relay_drain(r, 60000), "relay_drain gave up within 60 s");
 	res = PQexec(c, "SELECT count(*) FILTER (WHERE published_at IS NOT NULL), count(*) "
 			"FROM outbox.events");
