@@ -800,6 +800,91 @@ START_TEST(test_held_users)
 }
 END_TEST
 
+/*
+ * One look at signer 0's lane inside a transaction, so now() is the
+ * claim's: the claim's row count, and the lane's wait (next_due - now(), in
+ * whole seconds) and recheck_s after it.
+ */
+static int look(PGconn *c, long long e, long long *wait_s, long long *recheck)
+{
+	long long ids[16];
+	int n;
+
+	ok(c, "BEGIN");
+	n = claim(c, e, 1, 16, ids, 16);
+	*wait_s =
+		num(c,
+		    "SELECT round(extract(epoch FROM next_due - now()))::bigint FROM outbox.lanes "
+		    "WHERE signer = '%s'",
+		    acc[0]);
+	*recheck = lane(c, 0, "recheck_s");
+	ok(c, "COMMIT");
+	return n;
+}
+
+/*
+ * schema/0020: a lane whose ready ops are all held backs off, 1 s then 2,
+ * 4, 8, 16 and 30 s at most between looks (each look walks every held op);
+ * a look that takes an op sets it back to 1 s; lifting the hold (DELETE
+ * FROM user_holds) wakes the lane at once; with an application's own
+ * held_users view, outbox.holds_changed() does.
+ */
+START_TEST(test_held_lane_backs_off)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[16], wait_s, recheck;
+	static const long long waits[] = {1, 2, 4, 8, 16, 30, 30};
+	long long held = enq(c, "uh", "h1", 0, "NORMAL"), other, mine;
+
+	ok(c, "INSERT INTO outbox.user_holds (user_id, reason, held_by) VALUES ('uh', 'kyc', 't')");
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+		ok(c, "UPDATE outbox.lanes SET next_due = now() WHERE signer = '%s'", acc[0]);
+		ck_assert_int_eq(look(c, e, &wait_s, &recheck), 0);
+		ck_assert_int_eq(wait_s, waits[i]);
+		ck_assert_int_eq(recheck, waits[i] * 2 > 30 ? 30 : waits[i] * 2);
+	}
+	/* an op of another user on the lane: taken, and the waits start over */
+	other = enq(c, "ub", "b1", 0, "NORMAL");
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 1);
+	ck_assert_int_eq(ids[0], other);
+	ck_assert_int_eq(lane(c, 0, "recheck_s"), 1);
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ok(c, "SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, 600000)", e, other);
+	ok(c, "UPDATE outbox.lanes SET next_due = now() WHERE signer = '%s'", acc[0]);
+	ck_assert_int_eq(look(c, e, &wait_s, &recheck), 0);
+	ck_assert_int_eq(look(c, e, &wait_s, &recheck), 0); /* not due: no look */
+	ck_assert_int_eq(recheck, 2);
+	ok(c, "UPDATE outbox.lanes SET next_due = now() WHERE signer = '%s'", acc[0]);
+	ck_assert_int_eq(look(c, e, &wait_s, &recheck), 0);
+	ck_assert_int_eq(recheck, 4);
+	ck_assert_int_eq(wait_s, 2);
+	/* the release wakes the lane: its op is claimed without waiting */
+	ok(c, "DELETE FROM outbox.user_holds WHERE user_id = 'uh'");
+	ck_assert_int_eq(lane(c, 0, "recheck_s"), 1);
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 1);
+	ck_assert_int_eq(ids[0], held);
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ok(c, "SELECT outbox.op_defer('" OWNER "', 0, %lld, %lld, 600000)", e, held);
+
+	/* an application's own halts table behind the view: holds_changed() wakes */
+	ok(c, "CREATE TABLE public.app_halts (user_id text PRIMARY KEY)");
+	ok(c, "CREATE OR REPLACE VIEW outbox.held_users AS SELECT user_id FROM outbox.user_holds "
+	      "UNION ALL SELECT user_id FROM public.app_halts");
+	ok(c, "INSERT INTO public.app_halts VALUES ('ux')");
+	mine = enq(c, "ux", "x1", 0, "NORMAL");
+	ck_assert_int_eq(look(c, e, &wait_s, &recheck), 0);
+	ok(c, "UPDATE outbox.lanes SET next_due = now() WHERE signer = '%s'", acc[0]);
+	ck_assert_int_eq(look(c, e, &wait_s, &recheck), 0);
+	ck_assert_int_eq(recheck, 4);
+	ok(c, "DELETE FROM public.app_halts");
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 0); /* the lane waits its 2 s */
+	ck_assert_int_eq(num(c, "SELECT outbox.holds_changed()"), 1);
+	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 1);
+	ck_assert_int_eq(ids[0], mine);
+	PQfinish(c);
+}
+END_TEST
+
 /* ---- attempts and outcomes ---- */
 
 START_TEST(test_write_ahead_then_confirm)
@@ -2600,6 +2685,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_attempt_record_ignores_attempts_statistics);
 	tcase_add_test(t, test_lane_merge_bounded_critical_first);
 	tcase_add_test(t, test_held_users);
+	tcase_add_test(t, test_held_lane_backs_off);
 	tcase_add_test(t, test_write_ahead_then_confirm);
 	tcase_add_test(t, test_one_live_inner_and_guards);
 	tcase_add_test(t, test_fee_bumps);
