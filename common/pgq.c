@@ -52,6 +52,11 @@ bool pgq_connected(const struct pgq *q)
 	return q->conn != NULL && !q->connecting;
 }
 
+bool pgq_down(const struct pgq *q)
+{
+	return !pgq_connected(q) && q->failures > 0;
+}
+
 size_t pgq_pending(const struct pgq *q)
 {
 	return q->queued;

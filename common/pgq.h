@@ -91,6 +91,12 @@ void pgq_release(struct pgq *q);
 
 bool pgq_connected(const struct pgq *q);
 
+/*
+ * Not connected, and an attempt failed (or the connection was lost) since
+ * the last successful connect: unlike a first connect still under way.
+ */
+bool pgq_down(const struct pgq *q);
+
 /* Queue a command; cb runs later (never from here). 0, -ENOTCONN or -ENOMEM. */
 int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
 	     void *arg);

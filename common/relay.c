@@ -916,6 +916,14 @@ bool relay_drain(struct relay *r, int ms)
 		relay_tick(r, now);
 		if (drained(r))
 			break;
+		/* without its connection (or the deployment id) it can neither read nor mark */
+		if (pgq_down(&r->pg) ||
+		    (pgq_connected(&r->pg) && !r->source[0] && !pgq_pending(&r->pg))) {
+			log_warn("relay: stopping without its database connection: what its chains "
+				 "hold waits for their next owner");
+			r->draining = false;
+			return false;
+		}
 		t = relay_timeout_ms(r, now);
 		drain_turn(r, t < 20 ? t : 20);
 	}
