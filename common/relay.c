@@ -865,16 +865,10 @@ struct relay *relay_new(const struct relay_config *cfg, struct outbox_error *err
 	return r;
 }
 
-/* Drive the connection outside the owner's loop (at the end: relay_drain, relay_free). */
-static void wait_pg(struct pgq *q, int ms)
-{
-	struct pollfd p = {.fd = q->fd, .events = POLLIN};
-
-	if (q->fd >= 0 && poll(&p, 1, ms) > 0)
-		pgq_on_ready(q, EPOLLIN);
-}
-
-/* One turn outside the owner's loop: its connection and the producer's wake-ups. */
+/*
+ * One turn outside the owner's loop (at the end: relay_drain, relay_free):
+ * its connection and the producer's wake-ups.
+ */
 static void drain_turn(struct relay *r, int ms)
 {
 	struct pollfd p[2] = {{.fd = r->pg.fd, .events = POLLIN},
@@ -904,6 +898,7 @@ static bool drained(const struct relay *r)
 bool relay_drain(struct relay *r, int ms)
 {
 	int64_t until = mono_ms() + ms, now;
+	bool cut_off = false;
 
 	if (!r)
 		return true;
@@ -917,25 +912,23 @@ bool relay_drain(struct relay *r, int ms)
 		if (drained(r))
 			break;
 		/* without its connection (or the deployment id) it can neither read nor mark */
-		if (pgq_down(&r->pg) ||
-		    (pgq_connected(&r->pg) && !r->source[0] && !pgq_pending(&r->pg))) {
-			log_warn("relay: stopping without its database connection: what its chains "
-				 "hold waits for their next owner");
-			r->draining = false;
-			return false;
-		}
+		cut_off = pgq_down(&r->pg) ||
+			  (pgq_connected(&r->pg) && !r->source[0] && !pgq_pending(&r->pg));
+		if (cut_off)
+			break;
 		t = relay_timeout_ms(r, now);
 		drain_turn(r, t < 20 ? t : 20);
 	}
 	r->draining = false;
-	if (!drained(r)) {
+	if (cut_off)
+		log_warn("relay: stopping without its database connection: what its chains hold "
+			 "waits for their next owner");
+	else if (!drained(r))
 		log_warn("relay: stopping with events of its chains unpublished (%s; %zu read, "
 			 "%llu produced without a report): their next owner produces them",
 			 r->caught_up ? "every one read" : "not every one read yet", r->n_fifo,
 			 (unsigned long long)r->in_flight);
-		return false;
-	}
-	return true;
+	return drained(r);
 }
 
 void relay_free(struct relay *r, int flush_ms)
@@ -950,7 +943,7 @@ void relay_free(struct relay *r, int flush_ms)
 		while (pgq_connected(&r->pg) && (r->n_marks || r->marking) && mono_ms() < until) {
 			r->next_mark_ms = 0;
 			mark(r, mono_ms());
-			wait_pg(&r->pg, 50);
+			drain_turn(r, 50);
 		}
 		rd_kafka_destroy(r->rk);
 	}

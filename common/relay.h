@@ -64,8 +64,8 @@ struct relay *relay_new(const struct relay_config *cfg, struct outbox_error *err
  * (a seal is fenced by them). True when everything the owner wrote is
  * published; false (logged once) leaves the rest to the next owner of the
  * chains, whose start resends it. Without its database connection it
- * returns false at once: nothing can be read or marked. It drives its own descriptors, not the
- * owner's loop. NULL is allowed.
+ * returns false at once: nothing can be read or marked. It drives its own
+ * descriptors, not the owner's loop. NULL is allowed.
  */
 bool relay_drain(struct relay *r, int ms);
 

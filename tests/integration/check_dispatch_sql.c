@@ -448,37 +448,15 @@ START_TEST(test_claim_per_account_max)
 }
 END_TEST
 
-/*
- * Shared buffers and rows of an EXPLAIN (ANALYZE, BUFFERS) result: the top
- * node's counters include everything a function ran. Clears r.
- */
-static long long explain_buffers(PGresult *r, int *rows)
-{
-	long long total = 0;
-
-	if (rows)
-		*rows = -1;
-	for (int i = 0; i < PQntuples(r); i++) {
-		const char *l = PQgetvalue(r, i, 0), *p;
-
-		if (rows && (p = strstr(l, "(actual rows=")) && *rows < 0)
-			*rows = atoi(p + 13);
-		if ((p = strstr(l, "Buffers: shared")) && !total)
-			for (const char *k = p; (k = strpbrk(k, "=")); k++)
-				total += atoll(k + 1);
-	}
-	PQclear(r);
-	return total;
-}
-
 /* One claim's EXPLAIN ANALYZE BUFFERS (it runs: the caller's transaction). */
 static long long claim_buffers_once(PGconn *c, long long e, int batch, int *rows)
 {
-	return explain_buffers(q(c,
-				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-				 "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, %d)",
-				 e, batch),
-			       rows);
+	return pgtest_explain_buffers(
+		q(c,
+		  "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+		  "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, %d)",
+		  e, batch),
+		rows);
 }
 
 /*
@@ -589,11 +567,12 @@ static void bulk(PGconn *c, int from, int to)
 /* Shared buffers one call of a lane lookup touches (EXPLAIN ANALYZE BUFFERS). */
 static long long lookup_buffers(PGconn *c, const char *fn, const char *signer)
 {
-	return explain_buffers(q(c,
-				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-				 "SELECT outbox.%s('%s')",
-				 fn, signer),
-			       NULL);
+	return pgtest_explain_buffers(
+		q(c,
+		  "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+		  "SELECT outbox.%s('%s')",
+		  fn, signer),
+		NULL);
 }
 
 /*
@@ -633,10 +612,10 @@ END_TEST
 /* Shared buffers of one lane_merge call of vshard 0 (EXPLAIN ANALYZE BUFFERS: it runs). */
 static long long merge_buffers(PGconn *c)
 {
-	return explain_buffers(q(c,
-				 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-				 "SELECT outbox.lane_merge('{0}')"),
-			       NULL);
+	return pgtest_explain_buffers(
+		q(c, "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+		     "SELECT outbox.lane_merge('{0}')"),
+		NULL);
 }
 
 /*
@@ -711,7 +690,7 @@ static long long record_buffers(PGconn *c, long long e, long long op, int attemp
 		long long b;
 
 		ok(c, "BEGIN");
-		b = explain_buffers(
+		b = pgtest_explain_buffers(
 			q(c,
 			  "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) "
 			  "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, %d, "
@@ -2331,6 +2310,18 @@ static void hot_hash(struct hot_ctx *h, char out[65])
 	snprintf(out, 65, "%016llx%048llx", 0x40c0ffeeULL, ++h->n);
 }
 
+/* attempt number an of op id, its first submission with hash h by signer; its sequence in sq. */
+static void hot_submit(struct hot_ctx *h, const char *id, const char *an, const char *hash,
+		       const char *signer, char sq[24])
+{
+	snprintf(sq, 24, "%lld", 1000000000000LL + ++h->n);
+	PQclear(hot_run(
+		h,
+		"SELECT outbox.attempt_record($1, 0, $2, $3, $4, 0, $5, $5, 'AAAA', $6, $7, "
+		"2000000000, 100)",
+		7, OWNER, h->e, id, an, hash, signer, sq));
+}
+
 /*
  * The relay's round: up to lim unsealed events of vshard 0 in id order,
  * linked after the chain's head (which events_unsealed reads from
@@ -2418,12 +2409,7 @@ static void hot_round(struct hot_ctx *h)
 	/* op 0: submitted, fee-bumped, lands (the bump); the follower sees it settled */
 	hot_hash(h, h0);
 	hot_hash(h, h1);
-	snprintf(sq0, sizeof(sq0), "%lld", 1000000000000LL + ++h->n);
-	PQclear(hot_run(
-		h,
-		"SELECT outbox.attempt_record($1, 0, $2, $3, $4, 0, $5, $5, 'AAAA', $6, $7, "
-		"2000000000, 100)",
-		7, OWNER, h->e, id[0], an[0], h0, sg[0], sq0));
+	hot_submit(h, id[0], an[0], h0, sg[0], sq0);
 	PQclear(hot_run(h,
 			"SELECT r AS bump FROM outbox.attempt_record($1, 0, $2, $3, $4, 1, $5, $6, "
 			"'AAAA', $7, $8, 2000000000, 200) r",
@@ -2437,12 +2423,7 @@ static void hot_round(struct hot_ctx *h)
 
 	/* op 1: submitted, proven dead, back to PENDING in an hour */
 	hot_hash(h, h2);
-	snprintf(sq2, sizeof(sq2), "%lld", 1000000000000LL + ++h->n);
-	PQclear(hot_run(
-		h,
-		"SELECT outbox.attempt_record($1, 0, $2, $3, $4, 0, $5, $5, 'AAAA', $6, $7, "
-		"2000000000, 100)",
-		7, OWNER, h->e, id[1], an[1], h2, sg[1], sq2));
+	hot_submit(h, id[1], an[1], h2, sg[1], sq2);
 	snprintf(proof, sizeof(proof),
 		 "{\"account_seq\": %lld, \"as_of_ledger\": 90, \"deadline_ledger\": 80}",
 		 strtoll(sq2, NULL, 10) - 1);

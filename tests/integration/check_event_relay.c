@@ -753,13 +753,7 @@ START_TEST(test_seal_refuses_foreign_events)
 		r = PQexec(c, ex);
 	}
 	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
-	buffers = 0;
-	for (int i = 0; i < PQntuples(r); i++) {
-		const char *hit = strstr(PQgetvalue(r, i, 0), "shared hit=");
-		if (hit && !buffers)
-			buffers = strtoll(hit + 11, NULL, 10);
-	}
-	PQclear(r);
+	buffers = pgtest_explain_buffers(r, NULL);
 	fprintf(stderr,
 		"{\"test\":\"seal_refuses_foreign_events\",\"seal2_buffers\":%lld,"
 		"\"ops_pages\":%lld}\n",

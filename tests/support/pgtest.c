@@ -246,6 +246,25 @@ long long pgtest_scalar(PGconn *conn, const char *sql)
 	return v;
 }
 
+long long pgtest_explain_buffers(PGresult *r, int *rows)
+{
+	long long total = 0;
+
+	if (rows)
+		*rows = -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *l = PQgetvalue(r, i, 0), *p;
+
+		if (rows && (p = strstr(l, "(actual rows=")) && *rows < 0)
+			*rows = atoi(p + 13);
+		if ((p = strstr(l, "Buffers: shared")) && !total)
+			for (const char *k = p; (k = strpbrk(k, "=")); k++)
+				total += atoll(k + 1);
+	}
+	PQclear(r);
+	return total;
+}
+
 static uint16_t crc16_xmodem(const unsigned char *p, size_t n)
 {
 	uint16_t crc = 0;

@@ -69,6 +69,12 @@ PGconn *pgtest_connect(const struct pgtest_db *db);
 void pgtest_exec(PGconn *conn, const char *sql);
 /* Run sql; return the first column of the first row as an integer. */
 long long pgtest_scalar(PGconn *conn, const char *sql);
+/*
+ * Shared buffers (hit, read, dirtied, written) of an EXPLAIN (ANALYZE,
+ * BUFFERS) result's top node, whose counters include everything a function
+ * ran; rows (may be NULL) its actual rows, -1 when not shown. Clears r.
+ */
+long long pgtest_explain_buffers(PGresult *r, int *rows);
 
 /*
  * A valid account strkey (G..., 56 chars and a NUL) for test account n: the
