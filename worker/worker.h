@@ -70,7 +70,9 @@
  * never queues behind writes. Every statement about one vshard's ops (job
  * writes, reconcile, claim_release, lease_release) goes through that
  * vshard's data connection (worker_pg), so they keep the FIFO order they
- * would have on a single connection, while other vshards' writes do not
+ * would have on a single connection (a CRITICAL op's writes excepted: they
+ * overtake other ops' writes, never a barrier; job_sql), while other
+ * vshards' writes do not
  * queue behind them, and queued job writes share commits (common/pgq.h, group
  * commit). Four: one for control, three commit queues (the top-level
  * README.md, Benchmarks, Dispatch performance).
@@ -294,7 +296,15 @@ static inline void job_due(struct job *j, int64_t at)
 	if (at < j->w->jobs_due_ms)
 		j->w->jobs_due_ms = at;
 }
-/* A fenced statement about the job's op (owner, vshard, epoch are $1..$3). */
+/*
+ * A fenced statement about the job's op (owner, vshard, epoch are $1..$3).
+ * A CRITICAL op's go ahead of the other ops' writes queued on the vshard's
+ * connection (pgq_send_urgent): a backlog's group-commit batches must not
+ * delay its attempt row, hence its envelope, by more than the batch on the
+ * wire. Safe to reorder: a job's statements are about its own op (and its
+ * signer's lane, which no other job holds), and a reconcile or lease
+ * release, sent as barriers, is never passed.
+ */
 int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb);
 void jobs_tick(struct worker *w, int64_t now);
 /* The op's final writes; each ends the job when it commits. */
