@@ -152,6 +152,9 @@ static void send(struct job *j)
 		if (j->created_ms && !j->adopted && j->attempt_no == 1 && idx == 0)
 			stats_hist_observe(j->w->stats, MET_ENQUEUE_TO_SEND_MS,
 					   (uint64_t)((int64_t)wall_ms() - j->created_ms));
+		if (j->claimed_ms && !j->adopted && idx == 0)
+			stats_hfamily_observe(j->w->stats, HFAM_DISPATCH, j->prio, 0, 0,
+					      (uint64_t)(now - j->claimed_ms));
 	}
 	if (executor_send(j, j->env[idx].b64, on_sent, &err)) {
 		log_warn("op %lld: send: %s", (long long)j->op_id, err.msg);

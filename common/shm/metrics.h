@@ -110,7 +110,8 @@
 	X(FAM_MAX_FEE_HIT, "outbox_max_fee_hit_total", "fee bids capped, or bumps held back, by OUTBOX_MAX_ABS_FEE", PRIORITY, NONE, NONE)
 
 #define SHM_HIST_FAMILIES(X) \
-	X(HFAM_OP_LATENCY, "outbox_op_latency_seconds", "op creation to confirmation", KIND, PRIORITY, NONE, 50, 1000)
+	X(HFAM_OP_LATENCY, "outbox_op_latency_seconds", "op creation to confirmation", KIND, PRIORITY, NONE, 50, 1000) \
+	X(HFAM_DISPATCH, "outbox_dispatch_seconds", "claim of an op to its first send: fee policy, simulation, signing, the write-ahead attempt row (no wait for the signer: a claim takes only free signers)", PRIORITY, NONE, NONE, 1, 1000)
 /* clang-format on */
 
 /* Label dimensions of the families; each value list is fixed (stats.c). */

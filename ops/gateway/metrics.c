@@ -7,7 +7,8 @@
  *	  or us are exported in seconds, named *_seconds), and the labeled
  *	  families (outbox_ops_total{kind, priority, outcome},
  *	  outbox_fee_bump_total{kind}, outbox_max_fee_hit_total{priority},
- *	  outbox_op_latency_seconds{kind}); fee_oracle_clamp_total{bound} and
+ *	  outbox_op_latency_seconds{kind}, outbox_dispatch_seconds{priority});
+ *	  fee_oracle_clamp_total{bound} and
  *	  outbox_low_deferred_total are the oracle's and the workers' counters
  *	  under the names the dashboards use;
  *	the fee snapshot (seqcount copy): the fee_oracle_* gauges;

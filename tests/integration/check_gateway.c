@@ -799,6 +799,8 @@ START_TEST(test_metrics_promtool)
 					"outcome=\"confirmed\"}"),
 			 1);
 	ck_assert_int_eq(metric(r.body, "outbox_op_latency_seconds_count{kind=\"DEPOSIT\"}"), 1);
+	ck_assert_int_eq(metric(r.body, "outbox_dispatch_seconds_count{priority=\"NORMAL\"}"), 1);
+	ck_assert_int_eq(metric(r.body, "outbox_dispatch_seconds_count{priority=\"CRITICAL\"}"), 0);
 	ck_assert_int_ge(metric(r.body, "outbox_queue_depth{status=\"PENDING\",priority=\"LOW\"}"),
 			 0);
 	ck_assert_int_ge(metric(r.body, "outbox_stuck_submitted"), 0);
