@@ -20,8 +20,7 @@ struct pgq_cmd {
 	struct pgq_cmd *next;
 	pgq_cb cb;
 	void *arg;
-	bool batch;  /* may share a transaction (pgq_send_batch) */
-	bool urgent; /* goes ahead of queued batchable commands (pgq_send_urgent) */
+	bool batch; /* may share a transaction (pgq_send_batch) */
 	int n;
 	char *params[PGQ_MAX_PARAMS];
 	char sql[]; /* followed by the parameter strings */
@@ -228,8 +227,7 @@ static void kick(struct pgq *q)
 
 	if (!pgq_connected(q) || !c || q->n_sent)
 		return;
-	for (struct pgq_cmd *x = c; x && x->batch && x->urgent == c->urgent && n < PGQ_BATCH_MAX;
-	     x = x->next)
+	for (struct pgq_cmd *x = c; x && x->batch && n < PGQ_BATCH_MAX; x = x->next)
 		n++;
 	if (n >= 2 && (sql = batch_sql(q, n))) {
 		ok = PQsendQuery(q->conn, sql);
@@ -249,41 +247,8 @@ static void kick(struct pgq *q)
 	set_events(q, PQflush(q->conn) == 1 ? EPOLLIN | EPOLLOUT : EPOLLIN);
 }
 
-/*
- * Link c into the queue: at the tail, or, urgent, right behind the last
- * command it may not pass (on the wire, urgent, or a barrier).
- */
-static void link_cmd(struct pgq *q, struct pgq_cmd *c)
-{
-	struct pgq_cmd *after = NULL, *x = q->head;
-	int i = 0;
-
-	if (c->urgent) {
-		for (; x; x = x->next, i++)
-			if (i < q->n_sent || x->urgent || !x->batch)
-				after = x;
-	}
-	if (!c->urgent || after == q->tail) {
-		if (q->tail)
-			q->tail->next = c;
-		else
-			q->head = c;
-		q->tail = c;
-		return;
-	}
-	for (x = after ? after->next : q->head; x; x = x->next)
-		q->urgent_passed++;
-	if (after) {
-		c->next = after->next;
-		after->next = c;
-	} else {
-		c->next = q->head;
-		q->head = c;
-	}
-}
-
-static int enqueue(struct pgq *q, bool batch, bool urgent, const char *sql, int n,
-		   const char *const *params, pgq_cb cb, void *arg)
+static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char *const *params,
+		   pgq_cb cb, void *arg)
 {
 	size_t len = strlen(sql) + 1, off;
 	struct pgq_cmd *c;
@@ -301,7 +266,6 @@ static int enqueue(struct pgq *q, bool batch, bool urgent, const char *sql, int 
 	c->cb = cb;
 	c->arg = arg;
 	c->batch = batch;
-	c->urgent = urgent;
 	c->n = n;
 	off = strlen(sql) + 1;
 	memcpy(c->sql, sql, off);
@@ -315,7 +279,11 @@ static int enqueue(struct pgq *q, bool batch, bool urgent, const char *sql, int 
 		memcpy(c->params[i], params[i], l);
 		off += l;
 	}
-	link_cmd(q, c);
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
 	q->queued++;
 	kick(q);
 	return 0;
@@ -323,19 +291,13 @@ static int enqueue(struct pgq *q, bool batch, bool urgent, const char *sql, int 
 
 int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb, void *arg)
 {
-	return enqueue(q, false, false, sql, n, params, cb, arg);
+	return enqueue(q, false, sql, n, params, cb, arg);
 }
 
 int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
 		   void *arg)
 {
-	return enqueue(q, true, false, sql, n, params, cb, arg);
-}
-
-int pgq_send_urgent(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
-		    void *arg)
-{
-	return enqueue(q, true, true, sql, n, params, cb, arg);
+	return enqueue(q, true, sql, n, params, cb, arg);
 }
 
 static void deliver_notifies(struct pgq *q)

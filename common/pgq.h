@@ -70,7 +70,6 @@ struct pgq {
 	PGresult *res[PGQ_BATCH_MAX]; /* held until the batch completes */
 	size_t queued;
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
-	uint64_t urgent_passed;                   /* queued commands an urgent one went ahead of */
 	uint32_t failures;     /* since the last successful connect: the episode's */
 	int64_t down_since_ms; /* monotonic: when the episode began */
 	char last_why[160];    /* the episode's last failure, logged once */
@@ -109,22 +108,6 @@ int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, p
  */
 int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
 		   void *arg);
-
-/*
- * The same, for a batchable command that must not wait for other work
- * queued on the connection (a CRITICAL op's writes): it goes ahead of every
- * queued command sent with pgq_send_batch, behind the commands on the wire,
- * the urgent ones queued before it and the last command sent with pgq_send
- * (owners use those as barriers: a reconcile, a lease release, which must
- * see every write queued before them, never one queued after). A batch
- * that starts with urgent commands takes only urgent commands, so it
- * carries no one else's statements: an urgent command waits for at most the
- * batch on the wire, then runs with its peers. The owner passes only
- * statements whose outcome does not depend on the queued commands it
- * overtakes (in the worker: other ops' writes).
- */
-int pgq_send_urgent(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
-		    void *arg);
 
 /* Epoll said our socket is ready. */
 void pgq_on_ready(struct pgq *q, uint32_t events);

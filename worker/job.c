@@ -117,8 +117,9 @@ int job_sql(struct job *j, const char *sql, int n, const char *const *params, pg
 	p[2] = es;
 	for (int i = 0; i < n; i++)
 		p[3 + i] = params[i];
-	rc = (j->prio == OP_PRIO_CRITICAL ? pgq_send_urgent : pgq_send_batch)(
-		worker_pg(w, j->vshard), sql, n + 3, p, cb, j);
+	rc = pgq_send_batch(j->prio == OP_PRIO_CRITICAL ? &w->pg[WORKER_PG_EXPRESS]
+							: worker_pg(w, j->vshard),
+			    sql, n + 3, p, cb, j);
 	if (rc == 0)
 		j->busy = true;
 	return rc;
@@ -378,7 +379,8 @@ void jobs_tick(struct worker *w, int64_t now)
 			 * built, before its attempt row commits, so it must not
 			 * wait behind a long queue of writes; a claim of hundreds
 			 * of ops starts them as the queue drains. A CRITICAL op's
-			 * writes go ahead of that queue (job_sql): it never waits.
+			 * writes take the express connection (job_sql): it never
+			 * waits.
 			 */
 			if (j->prio != OP_PRIO_CRITICAL &&
 			    pgq_pending(worker_pg(w, j->vshard)) >= WORKER_PG_QUEUE_MAX) {

@@ -34,6 +34,7 @@ struct rec_ctx {
 	struct worker *w;
 	int vshard;
 	uint32_t gen;
+	uint32_t seq; /* the lease's rec_seq when it started */
 };
 
 enum {
@@ -203,18 +204,25 @@ static void on_list(PGresult *res, void *arg)
 	worker_schedule_claim(w, 0);
 }
 
-void reconcile_start(struct worker *w, int v)
+/* The express connection has run the vshard's CRITICAL writes sent before: read. */
+static void send_list(void *arg, bool ok)
 {
-	struct rec_ctx *c;
+	struct rec_ctx *c = arg;
+	struct worker *w = c->w;
+	int v = c->vshard;
 	char vs[16], es[24];
 	const char *p[3] = {w->owner, vs, es};
 
-	if (w->leases[v].reconciling || !w->leases[v].epoch || !w->pg_up)
+	/* a restart or a newer reconcile took over meanwhile */
+	if (c->seq != w->leases[v].rec_seq || !w->leases[v].reconciling || !w->leases[v].epoch) {
+		free(c);
 		return;
-	c = malloc(sizeof(*c));
-	if (!c)
+	}
+	if (!ok) {
+		free(c);
+		w->leases[v].reconciling = false; /* the next lease turn tries again */
 		return;
-	*c = (struct rec_ctx){w, v, w->leases[v].gen};
+	}
 	snprintf(vs, sizeof(vs), "%d", v);
 	snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
 	if (pgq_send(worker_pg(w, v),
@@ -228,7 +236,26 @@ void reconcile_start(struct worker *w, int v)
 		     "JOIN outbox.ops o ON o.id = r.op_id ORDER BY r.op_id, r.bump_no",
 		     3, p, on_list, c)) {
 		free(c);
-		return;
+		w->leases[v].reconciling = false; /* the next lease turn tries again */
 	}
+}
+
+/*
+ * The list is read on the vshard's data connection, after its writes
+ * queued there; CRITICAL writes go through the express connection, so it
+ * waits for those first (worker.h, WORKER_PG_CONNS): an attempt row
+ * committed after the read would be an op in flight no job follows.
+ */
+void reconcile_start(struct worker *w, int v)
+{
+	struct rec_ctx *c;
+
+	if (w->leases[v].reconciling || !w->leases[v].epoch || !w->pg_up)
+		return;
+	c = malloc(sizeof(*c));
+	if (!c)
+		return;
+	*c = (struct rec_ctx){w, v, w->leases[v].gen, ++w->leases[v].rec_seq};
 	w->leases[v].reconciling = true;
+	worker_after_express(w, send_list, c);
 }

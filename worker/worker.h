@@ -70,14 +70,24 @@
  * never queues behind writes. Every statement about one vshard's ops (job
  * writes, reconcile, claim_release, lease_release) goes through that
  * vshard's data connection (worker_pg), so they keep the FIFO order they
- * would have on a single connection (a CRITICAL op's writes excepted: they
- * overtake other ops' writes, never a barrier; job_sql), while other
- * vshards' writes do not
+ * would have on a single connection, while other vshards' writes do not
  * queue behind them, and queued job writes share commits (common/pgq.h, group
- * commit). Four: one for control, three commit queues (the top-level
- * README.md, Benchmarks, Dispatch performance).
+ * commit): one for control, three commit queues (the top-level README.md,
+ * Benchmarks, Dispatch performance).
+ *
+ * The last one, the express connection, carries only CRITICAL ops' writes
+ * (job_sql): on a backlog each data connection runs group-commit batches of
+ * tens of statements, tens of milliseconds each on a busy server, and a
+ * CRITICAL attempt row queued there would wait for them. The order that
+ * matters survives: a job's own statements are sequential (one call
+ * outstanding), they are about its own op and its signer's lane, which no
+ * other job holds; and a vshard's reconcile, which must see every write its
+ * jobs sent before it, waits until the express connection has run
+ * everything queued on it (reconcile.c, worker_after_express).
  */
-#define WORKER_PG_CONNS 4
+#define WORKER_PG_DATA    3
+#define WORKER_PG_EXPRESS (1 + WORKER_PG_DATA)
+#define WORKER_PG_CONNS   (2 + WORKER_PG_DATA)
 /*
  * A new job waits while its data connection has this many statements queued
  * (two group-commit batches): its envelope's maxTime is fixed when it is
@@ -97,6 +107,7 @@ struct lease {
 	uint32_t gen;        /* bumped when its jobs are abandoned: stale callbacks notice */
 	uint32_t claim_gen;  /* gen when the claim in flight was sent */
 	bool claim_resynced; /* its answer already sent the vshard to a reconcile */
+	uint32_t rec_seq;    /* bumped by each reconcile_start: a waiting one that is stale drops */
 };
 
 struct signer {
@@ -263,7 +274,7 @@ uint32_t worker_first_ledger_after(const struct worker *w, int64_t t);
 /* The connection for statements about vshard v's ops (see WORKER_PG_CONNS). */
 static inline struct pgq *worker_pg(struct worker *w, int vshard)
 {
-	return &w->pg[1 + (unsigned)vshard % (WORKER_PG_CONNS - 1)];
+	return &w->pg[1 + (unsigned)vshard % WORKER_PG_DATA];
 }
 
 /* ---- leases.c ---- */
@@ -280,6 +291,12 @@ bool leases_arrays(const struct worker *w, char *vs, char *es, size_t cap);
 
 /* ---- reconcile.c ---- */
 void reconcile_start(struct worker *w, int vshard);
+/*
+ * fn(arg, true) once every command queued on the express connection so far
+ * has run (at once when none is), fn(arg, false) if that connection is lost
+ * first (the worker starts over from the database then).
+ */
+void worker_after_express(struct worker *w, void (*fn)(void *arg, bool ok), void *arg);
 
 /* ---- claim.c ---- */
 void claim_tick(struct worker *w);
@@ -297,13 +314,9 @@ static inline void job_due(struct job *j, int64_t at)
 		j->w->jobs_due_ms = at;
 }
 /*
- * A fenced statement about the job's op (owner, vshard, epoch are $1..$3).
- * A CRITICAL op's go ahead of the other ops' writes queued on the vshard's
- * connection (pgq_send_urgent): a backlog's group-commit batches must not
- * delay its attempt row, hence its envelope, by more than the batch on the
- * wire. Safe to reorder: a job's statements are about its own op (and its
- * signer's lane, which no other job holds), and a reconcile or lease
- * release, sent as barriers, is never passed.
+ * A fenced statement about the job's op (owner, vshard, epoch are $1..$3),
+ * on the vshard's data connection, or a CRITICAL op's on the express
+ * connection (WORKER_PG_CONNS).
  */
 int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb);
 void jobs_tick(struct worker *w, int64_t now);

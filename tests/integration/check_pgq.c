@@ -6,9 +6,7 @@
  * batch rolls back and every command is re-sent alone, so each callback
  * sees only its own verdict), a callback that sends while a batch is being
  * delivered (the rest of the batch is never sent twice), no batching on an
- * idle connection; urgent commands (they go ahead of the queued batchable
- * ones in a transaction of their own, keep their order, and never pass a
- * barrier sent with pgq_send); and a connect to a server that never answers does not
+ * idle connection; and a connect to a server that never answers does not
  * block the event loop and gives up at the deadline; an outage is logged
  * once per episode (a warning when it begins, a line when it ends); what
  * the server says to an idle session comes out as a log line, never raw;
@@ -36,21 +34,19 @@ static int ep = -1;
 
 struct call {
 	int done;
-	int order; /* when it completed: 1, 2, ... */
 	ExecStatusType st;
 	char sqlstate[6];
 	char value[64];
 	int resend_k; /* > 0: send an insert of this key from the callback */
 };
 
-static int pending, completed;
+static int pending;
 
 static void on_result(PGresult *res, void *arg)
 {
 	struct call *k = arg;
 
 	k->done++;
-	k->order = ++completed;
 	pending--;
 	k->st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	snprintf(k->sqlstate, sizeof(k->sqlstate), "%s", pgq_sqlstate(res));
@@ -130,7 +126,7 @@ static void setup(void)
 	pump_until_connected(&q, 5000);
 	ck_assert(pgq_connected(&q));
 	ck_assert_int_eq(ups, 1);
-	pending = completed = 0;
+	pending = 0;
 }
 
 static void teardown(void)
@@ -159,105 +155,6 @@ static int insert(int key, const char *v, struct call *k)
 			      "INSERT INTO t VALUES ($1::int, $2) RETURNING k::text || ':' || v", 2,
 			      p, on_result, k);
 }
-
-static int insert_urgent(int key, struct call *k)
-{
-	char ks[16];
-	const char *p[2] = {ks, "urgent"};
-
-	snprintf(ks, sizeof(ks), "%d", key);
-	pending++;
-	return pgq_send_urgent(&q, "INSERT INTO t VALUES ($1::int, $2) RETURNING k", 2, p,
-			       on_result, k);
-}
-
-static int64_t xmin_of(int key)
-{
-	char sql[64];
-
-	snprintf(sql, sizeof(sql), "SELECT xmin::text::bigint FROM t WHERE k = %d", key);
-	return pgtest_scalar(c, sql);
-}
-
-/*
- * Urgent commands go ahead of the batchable ones queued before them, keep
- * their own order, and share a transaction only with each other.
- */
-START_TEST(test_urgent_goes_first_in_a_batch_of_its_own)
-{
-	struct call sleep = {0}, k[5], u[2];
-
-	memset(k, 0, sizeof(k));
-	memset(u, 0, sizeof(u));
-	busy_wire(&sleep);
-	for (int i = 0; i < 5; i++)
-		ck_assert_int_eq(insert(i + 1, "normal", &k[i]), 0);
-	ck_assert_int_eq(insert_urgent(101, &u[0]), 0);
-	ck_assert_int_eq(insert_urgent(102, &u[1]), 0);
-	ck_assert_uint_eq(q.urgent_passed, 10);
-	run(5000);
-	ck_assert_int_eq(sleep.order, 1);
-	ck_assert_int_eq(u[0].order, 2);
-	ck_assert_int_eq(u[1].order, 3);
-	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(k[i].order, 4 + i);
-		ck_assert_int_eq(k[i].st, PGRES_TUPLES_OK);
-	}
-	ck_assert_int_eq(u[0].st, PGRES_TUPLES_OK);
-	ck_assert_int_eq(u[1].st, PGRES_TUPLES_OK);
-	ck_assert_uint_eq(q.batches, 2);
-	ck_assert_int_eq(xmin_of(101), xmin_of(102));
-	ck_assert_int_ne(xmin_of(101), xmin_of(1));
-	ck_assert_int_eq(
-		pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t WHERE v = 'normal'"), 1);
-}
-END_TEST
-
-/*
- * An urgent command never passes a command sent with pgq_send (a barrier:
- * it must see every write queued before it and none queued after), nor the
- * commands queued before that barrier.
- */
-START_TEST(test_urgent_never_passes_a_barrier)
-{
-	struct call sleep = {0}, a = {0}, b = {0}, cc = {0}, u = {0};
-
-	busy_wire(&sleep);
-	ck_assert_int_eq(insert(1, "before the barrier", &a), 0);
-	pending++;
-	ck_assert_int_eq(pgq_send(&q, "SELECT count(*)::text FROM t", 0, NULL, on_result, &b), 0);
-	ck_assert_int_eq(insert(2, "after the barrier", &cc), 0);
-	ck_assert_int_eq(insert_urgent(3, &u), 0);
-	ck_assert_uint_eq(q.urgent_passed, 1);
-	run(5000);
-	ck_assert_int_eq(sleep.order, 1);
-	ck_assert_int_eq(a.order, 2);
-	ck_assert_int_eq(b.order, 3);
-	ck_assert_str_eq(b.value, "1"); /* the barrier saw a, not the urgent one */
-	ck_assert_int_eq(u.order, 4);
-	ck_assert_int_eq(cc.order, 5);
-}
-END_TEST
-
-/* An urgent command on an idle connection, or behind only urgent ones, is sent in order. */
-START_TEST(test_urgent_behind_urgent_keeps_order)
-{
-	struct call sleep = {0}, u[3];
-
-	memset(u, 0, sizeof(u));
-	ck_assert_int_eq(insert_urgent(1, &u[0]), 0); /* idle: on the wire at once */
-	busy_wire(&sleep);
-	ck_assert_int_eq(insert_urgent(2, &u[1]), 0);
-	ck_assert_int_eq(insert_urgent(3, &u[2]), 0);
-	ck_assert_uint_eq(q.urgent_passed, 0);
-	run(5000);
-	ck_assert_int_eq(u[0].order, 1);
-	ck_assert_int_eq(sleep.order, 2);
-	ck_assert_int_eq(u[1].order, 3);
-	ck_assert_int_eq(u[2].order, 4);
-	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t"), 3);
-}
-END_TEST
 
 START_TEST(test_queued_commands_share_one_commit)
 {
@@ -566,9 +463,6 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_failing_statement_resends_each_alone);
 	tcase_add_test(tc, test_send_from_callback_never_resends_the_batch);
 	tcase_add_test(tc, test_idle_connection_sends_alone);
-	tcase_add_test(tc, test_urgent_goes_first_in_a_batch_of_its_own);
-	tcase_add_test(tc, test_urgent_never_passes_a_barrier);
-	tcase_add_test(tc, test_urgent_behind_urgent_keeps_order);
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	tcase_add_test(tc, test_outage_logs_once_per_episode);
 	tcase_add_test(tc, test_release_is_no_warning);
