@@ -17,7 +17,10 @@
 #     transaction rolled back, with custom and with generic plans (a
 #     worker's long-lived session may use either)
 #  3. outboxd started again: the workers chew on the backlog while the same
-#     CRITICAL load arrives; the same figures
+#     CRITICAL load arrives, its signers the backlog's; the same figures;
+#     then the same load again on signers of its own (CHAOS_CRITICAL_SIGNERS
+#     of them carry no backlog op: a deployment that keeps its withdrawal
+#     signers apart), where no CRITICAL op waits for a NORMAL transaction
 #  4. the backlog's users held (outbox.user_holds: no claim takes their ops
 #     any more), every transaction in flight settles, outboxd stopped; the
 #     plans read again (lanes busy, attempts written); the verdict
@@ -34,6 +37,8 @@
 #   CHAOS_CRITICAL_OPS      CRITICAL ops per phase (default 300)
 #   CHAOS_CRITICAL_RATE     their rate, ops/s (default 5)
 #   CHAOS_SIGNERS           funded signers (default 200)
+#   CHAOS_CRITICAL_SIGNERS  of them, the ones no backlog op uses (default 20;
+#                           0: no such load)
 #   CHAOS_CHUNK             ops per bulk statement (default 10000)
 #   CHAOS_LOAD_JOBS         sessions loading the backlog side by side (default 2)
 #   CHAOS_EXPLAIN_MAX_BUFFERS  bound on the buffers of one claim-path statement,
@@ -62,6 +67,12 @@ done
 CRIT_N=${CHAOS_CRITICAL_OPS:-300}
 CRIT_RATE=${CHAOS_CRITICAL_RATE:-5}
 NSIGNERS=${CHAOS_SIGNERS:-200}
+OWN=${CHAOS_CRITICAL_SIGNERS:-20}
+[[ $OWN =~ ^[0-9]+$ ]] && ((OWN < NSIGNERS)) || {
+	echo "backlog.sh: CHAOS_CRITICAL_SIGNERS takes 0..CHAOS_SIGNERS-1" >&2
+	exit 2
+}
+SHARED=$((NSIGNERS - OWN)) # signers 0..SHARED-1 carry the backlog
 CHUNK=${CHAOS_CHUNK:-10000}
 MAX_BUF=${CHAOS_EXPLAIN_MAX_BUFFERS:-2500}
 SEQ_PAGES=${CHAOS_EXPLAIN_SEQ_PAGES:-64}
@@ -86,19 +97,21 @@ printf '%s\n' "${CUSTOMERS[@]}" | awk '{print NR-1 "\t" $0}' | sql -c "\copy pub
 KAFKA=
 backlog_outboxd() { outboxd_start "OUTBOX_BATCH_SIZE=20"; }
 
-# critical_load PREFIX: CRIT_N CRITICAL withdrawals, one per transaction, at
-# CRIT_RATE/s, keys PREFIX1..PREFIXn, signers spread over all of them. A
+# critical_load PREFIX [own]: CRIT_N CRITICAL withdrawals, one per
+# transaction, at CRIT_RATE/s, keys PREFIX1..PREFIXn, signers spread over the
+# backlog's (or, with "own", over the OWN signers no backlog op uses). A
 # procedure-style DO with COMMIT: each enqueue's transaction starts right at
 # the COMMIT before it, so created_at is the enqueue's time, not the pause's.
 critical_load() {
+	local pick="(k * 7) % $SHARED"
+	[[ ${2:-} == own ]] && pick="$SHARED + k % $OWN"
 	sql -c "DO \$\$
-	DECLARE n int := (SELECT count(*) FROM public.signers);
 	BEGIN
 		FOR k IN 1 .. $CRIT_N LOOP
 			PERFORM pg_sleep(1.0 / $CRIT_RATE);
 			COMMIT;
 			PERFORM outbox.enqueue('WITHDRAW', 'c' || (k % 20), '$1' || k,
-				(SELECT s.a FROM public.signers s WHERE s.i = (k * 7) % n),
+				(SELECT s.a FROM public.signers s WHERE s.i = $pick),
 				json_build_object('account', (SELECT c.a FROM public.customers c WHERE c.i = k % 20),
 					'amount', '1')::jsonb, 'CRITICAL');
 			COMMIT;
@@ -135,17 +148,20 @@ INV_SLACK_MS=${CHAOS_INVERSION_SLACK_MS:-100}
 # (and the one thing signer_wait_ms cannot see: a NORMAL op claimed before
 # the CRITICAL one arrived but sent after it). Upper bounds of the
 # histogram's buckets (1, 2, 4, ... ms): {"ops", "p50_le", "p99_le"}.
-own_dispatch() {
+own_dispatch() { # own_dispatch [BEFORE]: BEFORE an earlier answer, to count only what came since
 	curl -fsS "http://127.0.0.1:$HTTP_PORT/metrics" | python3 -c '
 import json, re, sys
+before = dict((str(le), c) for le, c in json.loads(sys.argv[1]).get("buckets", []))
 b = []
 for line in sys.stdin:
     m = re.match(r"outbox_dispatch_seconds_bucket\{priority=\"CRITICAL\",le=\"([^\"]+)\"\} (\d+)", line)
     if m:
-        b.append((float("inf") if m.group(1) == "+Inf" else float(m.group(1)) * 1000, int(m.group(2))))
-n = b[-1][1] if b else 0
-q = lambda f: next((le for le, c in b if c >= f * n), None) if n else None
-print(json.dumps({"ops": n, "p50_le": q(0.5), "p99_le": q(0.99)}))' || echo '{"ops": null}'
+        le = None if m.group(1) == "+Inf" else round(float(m.group(1)) * 1000, 3)
+        b.append((le, int(m.group(2))))
+d = [(le, c - before.get(str(le), 0)) for le, c in b]
+n = d[-1][1] if d else 0
+q = lambda f: next((le for le, c in d if c >= f * n), None) if n else None
+print(json.dumps({"ops": n, "p50_le": q(0.5), "p99_le": q(0.99), "buckets": b}))' "${1:-"{}"}" || echo '{"ops": null}'
 }
 latency() {
 	wait_for 600 "the CRITICAL ops $1* to end" bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) FROM outbox.ops WHERE business_record_id LIKE '$1%' AND status IN ('PENDING','SUBMITTED')\") == 0 ]]"
@@ -197,10 +213,10 @@ SELECT json_build_object('ops', count(*),
 
 # bulk_load: the backlog, CHUNK ops a statement (the documented path) in JOBS
 # sessions side by side (chunk c goes to session c % JOBS); op i a DEPOSIT of
-# user b(i % 50) from signer i % NSIGNERS, every third LOW.
+# user b(i % 50) from signer i % SHARED, every third LOW.
 bulk_chunk() { # bulk_chunk FROM TO
 	sql -c "SELECT count(*) FROM generate_series($1, $2) g(n)
-		JOIN public.signers s ON s.i = g.n % $NSIGNERS
+		JOIN public.signers s ON s.i = g.n % $SHARED
 		JOIN public.customers c ON c.i = g.n % 20,
 		LATERAL outbox.enqueue('DEPOSIT', 'b' || (g.n % 50), 'b' || g.n, s.a,
 			json_build_object('account', c.a, 'amount', '100')::jsonb,
@@ -323,7 +339,7 @@ backlog_outboxd
 log "baseline: $CRIT_N CRITICAL ops at $CRIT_RATE/s, no backlog"
 critical_load a
 base=$(latency a)
-base=$(jq -c --argjson d "$(own_dispatch)" '. + {own_dispatch_ms: $d}' <<<"$base")
+base=$(jq -c --argjson d "$(own_dispatch)" '. + {own_dispatch_ms: ($d | del(.buckets))}' <<<"$base")
 log "baseline: $base"
 outboxd_stop
 
@@ -355,10 +371,19 @@ log "on the backlog: $CRIT_N CRITICAL ops at $CRIT_RATE/s"
 t0=$(now_ms)
 critical_load k
 load=$(latency k)
-load=$(jq -c --argjson d "$(own_dispatch)" '. + {own_dispatch_ms: $d}' <<<"$load")
+od=$(own_dispatch)
+load=$(jq -c --argjson d "$od" '. + {own_dispatch_ms: ($d | del(.buckets))}' <<<"$load")
+log "on the backlog: $load"
+own='{"ops": 0, "inversions": 0}'
+if ((OWN > 0)); then
+	log "on the backlog: $CRIT_N CRITICAL ops at $CRIT_RATE/s on $OWN signers of their own"
+	critical_load d own
+	own=$(latency d)
+	own=$(jq -c --argjson d "$(own_dispatch "$od")" '. + {own_dispatch_ms: ($d | del(.buckets))}' <<<"$own")
+	log "on the backlog, signers of their own: $own"
+fi
 t1=$(now_ms)
 c1=$(confirmed)
-log "on the backlog: $load"
 
 # ---------------------------------------------------------------- 4. settle
 sql -c "INSERT INTO outbox.user_holds (user_id, reason, held_by)
@@ -404,7 +429,7 @@ SUMMARY=$(sql -c "WITH o AS (
 		'confirmed_not_executed', (SELECT count(*) FROM j WHERE status = 'CONFIRMED' AND n = 0),
 		'executed_not_confirmed', (SELECT count(*) FROM j WHERE status <> 'CONFIRMED' AND n > 0),
 		'lost', ($OPS - (SELECT count(*) FROM o WHERE class = 'b'))
-			+ (2 * $CRIT_N - (SELECT count(*) FROM o WHERE class IN ('a', 'k')))
+			+ ($CRIT_N * (2 + ($OWN > 0)::int) - (SELECT count(*) FROM o WHERE class IN ('a', 'k', 'd')))
 			+ (SELECT count(*) FROM j WHERE status = 'CONFIRMED' AND n = 0),
 		'events_total', (SELECT count(*) FROM outbox.events),
 		'events', 'kept in outbox.events: no broker for a million ENQUEUED events')")
@@ -415,19 +440,22 @@ extra backlog "$(jq -nc --argjson ops "$OPS" --argjson ms "$LOAD_MS" --argjson s
 	'{ops: $ops, load_s: ($ms / 1000), load_ops_per_s: ($ops * 1000 / $ms | floor)} + $s
 	 + {backlog_confirmed_during_critical_load: $c, critical_load_s: $secs}')"
 extra critical "$(jq -nc --argjson a "$base" --argjson b "$load" --argjson r "$CRIT_RATE" \
-	'{rate: $r, no_backlog: $a, on_backlog: $b}')"
+	--argjson o "$own" --argjson os "$OWN" \
+	'{rate: $r, no_backlog: $a, on_backlog: $b, own_signers: $os, on_backlog_own_signers: $o}')"
 while IFS= read -r v; do
 	[[ -n $v ]] && violation "$v"
-done < <(jq -r --argjson n "$CRIT_N" --argjson a "$base" --argjson k "$load" '
+done < <(jq -r --argjson n "$CRIT_N" --argjson a "$base" --argjson k "$load" --argjson d "$own" \
+	--argjson own "$OWN" '
 	(if .duplicates > 0 then "\(.duplicates) ops executed more than once" else empty end),
 	(if .max_concurrent_per_account > 1 then "an account had \(.max_concurrent_per_account) transactions pending at once" else empty end),
 	(if .lost > 0 then "\(.lost) ops lost (missing, or CONFIRMED without an execution)" else empty end),
 	(if .unknown_executions > 0 then "\(.unknown_executions) executions of no known op" else empty end),
 	(if .executed_not_confirmed > 0 then "\(.executed_not_confirmed) ops executed but not CONFIRMED" else empty end),
 	(if (.states_by_class.a.CONFIRMED // 0) != $n or (.states_by_class.k.CONFIRMED // 0) != $n
-	 then "CRITICAL ops not all CONFIRMED: \(.states_by_class | {a, k})" else empty end),
-	(if ($a.inversions + $k.inversions) > 0
-	 then "priority inversions: NORMAL/LOW ops claimed ahead of a CRITICAL op of their signer after it arrived (no backlog \($a.inversions), on it \($k.inversions))" else empty end),
+	    or ($own > 0 and (.states_by_class.d.CONFIRMED // 0) != $n)
+	 then "CRITICAL ops not all CONFIRMED: \(.states_by_class | {a, k, d})" else empty end),
+	(if ($a.inversions + $k.inversions + $d.inversions) > 0
+	 then "priority inversions: NORMAL/LOW ops claimed ahead of a CRITICAL op of their signer after it arrived (no backlog \($a.inversions), on it \($k.inversions), on signers of their own \($d.inversions))" else empty end),
 	(if (.states_by_class.b | keys - ["CONFIRMED", "PENDING"]) != []
 	 then "backlog ops ended other than CONFIRMED or PENDING: \(.states_by_class.b)" else empty end)
 	' <<<"$SUMMARY")
