@@ -14,7 +14,8 @@
 # gdb's gcore and kcat (secrets).
 #
 # backlog.sh is not here: even 2 000 ops take 2-4 minutes on this machine
-# (two outboxd runs, two plan readings, a verdict), and a million 40-45.
+# (two outboxd runs, three CRITICAL loads, two plan readings, a verdict),
+# and a million 5-7.
 #
 # name|environment of its bounded run (KEY=VALUE, comma-separated)
 set(chaos_bounded
