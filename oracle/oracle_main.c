@@ -2,7 +2,8 @@
  * oracle_main.c - the fee oracle process: one event loop (common/loop.h)
  * whose timer fires every FEE_ORACLE_POLL_MS (the first round at once), plus
  * the RPC client's fd (curl multi sockets behind one epoll fd), the
- * ledger follower's and the archiver's (archiver.h) PostgreSQL sockets and,
+ * ledger follower's, the archiver's (archiver.h) and the lanes vacuum's
+ * (lanes_vacuum.h) PostgreSQL sockets and,
  * with OUTBOX_KAFKA_BROKERS set,
  * the fds of the relay of its FEE_SNAPSHOT events (common/relay.h), with a
  * timeout of at most ORACLE_TICK_MS so the heartbeat never stops and curl's
@@ -15,6 +16,7 @@
 #include "oracle/oracle_main.h"
 
 #include "oracle/archiver.h"
+#include "oracle/lanes_vacuum.h"
 #include "oracle/follower.h"
 #include "oracle/oracle.h"
 
@@ -29,7 +31,14 @@
 
 #define ORACLE_TICK_MS 100
 
-enum { EV_RPC = LOOP_TAG_ROLE, EV_FOLLOWER, EV_RELAY_PG, EV_RELAY_KAFKA, EV_ARCHIVER };
+enum {
+	EV_RPC = LOOP_TAG_ROLE,
+	EV_FOLLOWER,
+	EV_RELAY_PG,
+	EV_RELAY_KAFKA,
+	EV_ARCHIVER,
+	EV_LANES_VACUUM
+};
 
 static int arm_poll_timer(struct oracle *o)
 {
@@ -124,7 +133,7 @@ static int setup(struct oracle *o)
 }
 
 static void handle(struct oracle *o, struct follower *fol, struct archiver *arc,
-		   const struct epoll_event *ev)
+		   struct lanes_vacuum *lv, const struct epoll_event *ev)
 {
 	switch (loop_event(&o->loop, ev)) {
 	case LOOP_TIMER:
@@ -138,6 +147,8 @@ static void handle(struct oracle *o, struct follower *fol, struct archiver *arc,
 			follower_on_ready(fol, ev->events);
 		else if (arc && ev->data.u64 == EV_ARCHIVER)
 			archiver_on_ready(arc, ev->events);
+		else if (lv && ev->data.u64 == EV_LANES_VACUUM)
+			lanes_vacuum_on_ready(lv, ev->events);
 		else if (o->relay &&
 			 (ev->data.u64 == EV_RELAY_PG || ev->data.u64 == EV_RELAY_KAFKA))
 			relay_on_ready(o->relay, ev->data.u64, ev->events);
@@ -166,6 +177,8 @@ int oracle_main(struct child_ctx *ctx)
 	struct follower *fol = follower_new(ctx, o.rpc, o.loop.ep, EV_FOLLOWER);
 	/* terminal ops to the archive (archiver.h); likewise optional */
 	struct archiver *arc = archiver_new(ctx, o.loop.ep, EV_ARCHIVER);
+	/* outbox.lanes kept small (lanes_vacuum.h); likewise optional */
+	struct lanes_vacuum *lv = lanes_vacuum_new(ctx, o.loop.ep, EV_LANES_VACUUM);
 	proc_slot_running(o.slot);
 	log_detail(LOG_LVL_INFO, "running", "rpc=%s poll_ms=%lld ttl_ms=%lld dwell_ms=%lld",
 		   rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
@@ -181,6 +194,8 @@ int oracle_main(struct child_ctx *ctx)
 			timeout = follower_timeout_ms(fol);
 		if (arc && archiver_timeout_ms(arc) < timeout)
 			timeout = archiver_timeout_ms(arc);
+		if (lv && lanes_vacuum_timeout_ms(lv) < timeout)
+			timeout = lanes_vacuum_timeout_ms(lv);
 		if (o.relay && relay_timeout_ms(o.relay, mono_ms()) < timeout)
 			timeout = relay_timeout_ms(o.relay, mono_ms());
 		proc_slot_heartbeat(o.slot);
@@ -188,12 +203,14 @@ int oracle_main(struct child_ctx *ctx)
 		stats_counter_add(o.stats, MET_LOOP_ITERATIONS, 1);
 		n = epoll_wait(o.loop.ep, evs, 8, timeout);
 		for (int i = 0; i < n; i++)
-			handle(&o, fol, arc, &evs[i]);
+			handle(&o, fol, arc, lv, &evs[i]);
 		rpc_client_perform(o.rpc);
 		if (fol)
 			follower_tick(fol);
 		if (arc)
 			archiver_tick(arc);
+		if (lv)
+			lanes_vacuum_tick(lv);
 		if (o.relay)
 			relay_tick(o.relay, mono_ms());
 		loop_check_supervisor(&o.loop);
@@ -203,6 +220,7 @@ int oracle_main(struct child_ctx *ctx)
 	rpc_client_free(o.rpc); /* cancels a round in flight; nothing is published after this */
 	follower_free(fol);
 	archiver_free(arc);
+	lanes_vacuum_free(lv);
 	/* the oracle drains last: whatever is left of the drain's time, less a margin */
 	relay_drain(o.relay, (int)(ctx->cfg->drain_timeout_ms / 4));
 	relay_free(o.relay, 0);

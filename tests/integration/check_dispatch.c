@@ -7,7 +7,7 @@
  * /debug/accounts. Every check reads the outcome from the outside: the ops'
  * status in PostgreSQL and stellar-sim's /debug/executions (successful
  * executions per op_ref, and the most transactions any account ever had
- * in flight at once).
+ * in flight at once). And the oracle's vacuum of outbox.lanes.
  */
 /* (the build links by these includes; dispatch_harness.h needs them) */
 #include "common/idempotency.h"
@@ -615,6 +615,43 @@ START_TEST(test_dispatch_crash_after_confirm_seen)
 }
 END_TEST
 
+/*
+ * The oracle vacuums outbox.lanes every LANES_VACUUM_PERIOD_MS
+ * (oracle/lanes_vacuum.h): the claims' and settles' dead row versions go
+ * between autovacuum's visits (the test server may not run autovacuum at all).
+ */
+START_TEST(test_dispatch_lanes_vacuumed)
+{
+	struct fixture f;
+	char rec[32];
+	long long dead = -1;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, NULL);
+	for (int i = 0; i < 40; i++) {
+		snprintf(rec, sizeof(rec), "v%d", i);
+		enqueue(&f, "DEPOSIT", "u1", rec, i % N_SIGNERS, f.signer[(i + 1) % N_SIGNERS],
+			"1000", NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 60000), "ops still open");
+	ck_assert_int_gt(pgtest_scalar(f.c, "SELECT n_tup_upd FROM pg_stat_user_tables "
+					    "WHERE relid = 'outbox.lanes'::regclass"),
+			 40);
+	/* the updates are over: the next vacuum leaves no dead version behind */
+	for (int i = 0; i < 300 && dead != 0; i++) {
+		ph_sleep_ms(100);
+		dead = pgtest_scalar(f.c, "SELECT CASE WHEN vacuum_count > 0 AND last_vacuum > "
+					  "(SELECT max(updated_at) FROM outbox.ops) "
+					  "THEN n_dead_tup ELSE -1 END FROM pg_stat_user_tables "
+					  "WHERE relid = 'outbox.lanes'::regclass");
+	}
+	ck_assert_msg(dead == 0, "outbox.lanes not vacuumed after the ops ended (%lld dead)", dead);
+	ck_assert_msg(!ph_log_contains(&f.h, "lanes vacuum:"), "the lanes vacuum complained:\n%s",
+		      ph_log_text(&f.h));
+	stop(&f);
+}
+END_TEST
+
 /* One case per test, named after it: CK_RUN_CASE=<name> runs one. */
 #define CASE_TIMEOUT_S 150
 
@@ -645,6 +682,7 @@ static Suite *dispatch_suite(void)
 	dh_add_case(s, "crash_after_attempt_commit", test_dispatch_crash_after_attempt_commit,
 		    CASE_TIMEOUT_S);
 	dh_add_case(s, "crash_after_send", test_dispatch_crash_after_send, CASE_TIMEOUT_S);
+	dh_add_case(s, "lanes_vacuumed", test_dispatch_lanes_vacuumed, CASE_TIMEOUT_S);
 	dh_add_case(s, "crash_after_confirm_seen", test_dispatch_crash_after_confirm_seen,
 		    CASE_TIMEOUT_S);
 	return s;
