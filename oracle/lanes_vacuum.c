@@ -102,10 +102,12 @@ void lanes_vacuum_tick(struct lanes_vacuum *lv)
 
 int lanes_vacuum_timeout_ms(const struct lanes_vacuum *lv)
 {
-	int64_t t = lv->next_ms - mono_ms();
+	int64_t now = mono_ms(), t = lv->next_ms - now;
 
 	if (lv->busy || lv->owner == 0)
 		t = 1000; /* an answer arrives as an event on the socket */
+	else if (t <= 0 && !pgq_connected(&lv->pg))
+		t = pgq_timeout_ms(&lv->pg, now); /* due, but the database is not: its next try */
 	return t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
 }
 
