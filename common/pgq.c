@@ -530,6 +530,15 @@ int pgq_timeout_ms(const struct pgq *q, int64_t now_ms)
 	return t < 0 ? 0 : t > INT32_MAX ? INT32_MAX : (int)t;
 }
 
+int pgq_due_wait_ms(const struct pgq *q, int64_t due_ms, int64_t now_ms, int max_ms)
+{
+	int64_t t = due_ms - now_ms;
+
+	if (t <= 0 && !pgq_connected(q))
+		t = pgq_timeout_ms(q, now_ms);
+	return t < 0 ? 0 : t > max_ms ? max_ms : (int)t;
+}
+
 void pgq_release(struct pgq *q)
 {
 	if (q->conn)

@@ -122,6 +122,15 @@ void pgq_tick(struct pgq *q, int64_t now_ms);
  */
 int pgq_timeout_ms(const struct pgq *q, int64_t now_ms);
 
+/*
+ * For an owner whose next command for q is due at due_ms (monotonic): how
+ * long its loop may sleep, at most max_ms. Until due_ms; once due with the
+ * connection down, until pgq_tick's next connect attempt or deadline, never
+ * 0 while nothing can be sent (a loop that woke at once would spin for as
+ * long as the database is down).
+ */
+int pgq_due_wait_ms(const struct pgq *q, int64_t due_ms, int64_t now_ms, int max_ms);
+
 /* Commands queued or on the wire. */
 size_t pgq_pending(const struct pgq *q);
 

@@ -101,13 +101,10 @@ void archiver_tick(struct archiver *a)
 
 int archiver_timeout_ms(const struct archiver *a)
 {
-	int64_t now = mono_ms(), t = a->next_ms - now;
-
+	/* a batch's answer arrives as an event on the socket; off: nothing is due */
 	if (a->busy || a->ctx->cfg->archive_after_h <= 0)
-		t = 1000; /* the answer arrives as an event on the socket; off: nothing due */
-	else if (t <= 0 && !pgq_connected(&a->pg))
-		t = pgq_timeout_ms(&a->pg, now); /* due, but the database is not: its next try */
-	return t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
+		return 1000;
+	return pgq_due_wait_ms(&a->pg, a->next_ms, mono_ms(), 1000);
 }
 
 void archiver_on_ready(struct archiver *a, uint32_t events)

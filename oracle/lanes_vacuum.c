@@ -102,13 +102,10 @@ void lanes_vacuum_tick(struct lanes_vacuum *lv)
 
 int lanes_vacuum_timeout_ms(const struct lanes_vacuum *lv)
 {
-	int64_t now = mono_ms(), t = lv->next_ms - now;
-
+	/* an answer arrives as an event on the socket; not the owner: nothing is due */
 	if (lv->busy || lv->owner == 0)
-		t = 1000; /* an answer arrives as an event on the socket */
-	else if (t <= 0 && !pgq_connected(&lv->pg))
-		t = pgq_timeout_ms(&lv->pg, now); /* due, but the database is not: its next try */
-	return t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
+		return 1000;
+	return pgq_due_wait_ms(&lv->pg, lv->next_ms, mono_ms(), 1000);
 }
 
 void lanes_vacuum_on_ready(struct lanes_vacuum *lv, uint32_t events)
