@@ -8,7 +8,8 @@
  * delivered (the rest of the batch is never sent twice), no batching on an
  * idle connection; and a connect to a server that never answers does not
  * block the event loop and gives up at the deadline; an outage is logged
- * once per episode (a warning when it begins, a line when it ends); what
+ * once per episode (a warning when it begins, a line when it ends), and a
+ * task due meanwhile waits for the next connect try (pgq_due_wait_ms); what
  * the server says to an idle session comes out as a log line, never raw;
  * a connection we close ourselves (an orderly shutdown) is no warning.
  */
@@ -367,6 +368,7 @@ START_TEST(test_outage_logs_once_per_episode)
 	int ls = socket(AF_INET, SOCK_STREAM, 0);
 	char conninfo[128], text[16384];
 	struct pgq refused;
+	int64_t now;
 
 	/* a port nothing listens on: bound, never listened to */
 	ck_assert_int_ge(ls, 0);
@@ -378,6 +380,14 @@ START_TEST(test_outage_logs_once_per_episode)
 	capture_log(refused_episode, &refused, text, sizeof(text));
 	ck_assert_uint_ge(refused.failures, 4);
 	ck_assert_msg(count(text, "connect failed") == 1, "want one warning, got:\n%s", text);
+	/* a periodic task due while the database is down sleeps until the next try */
+	now = mono_ms();
+	ck_assert(!pgq_connected(&refused));
+	ck_assert_int_eq(pgq_due_wait_ms(&refused, now - 1, now, 600000),
+			 pgq_timeout_ms(&refused, now));
+	ck_assert_int_eq(pgq_due_wait_ms(&refused, now + 500, now, 600000), 500);
+	ck_assert_int_eq(pgq_due_wait_ms(&q, now - 1, now, 1000), 0); /* up and due: at once */
+	ck_assert_int_eq(pgq_due_wait_ms(&q, now + 5000, now, 1000), 1000);
 	pgq_release(&refused);
 	close(ls);
 
