@@ -204,10 +204,12 @@ static void on_list(PGresult *res, void *arg)
 	worker_schedule_claim(w, 0);
 }
 
-/* The express connection has run the vshard's CRITICAL writes sent before: read. */
-static void send_list(void *arg, bool ok)
+/*
+ * The express connection has run the vshard's CRITICAL writes sent before
+ * (ok), or was lost first (the worker starts over from the database): read.
+ */
+static void send_list(struct rec_ctx *c, bool ok)
 {
-	struct rec_ctx *c = arg;
 	struct worker *w = c->w;
 	int v = c->vshard;
 	char vs[16], es[24];
@@ -246,8 +248,14 @@ static void send_list(void *arg, bool ok)
  * waits for those first (worker.h, WORKER_PG_CONNS): an attempt row
  * committed after the read would be an op in flight no job follows.
  */
+static void on_express_ran(PGresult *res, void *arg)
+{
+	send_list(arg, res != NULL);
+}
+
 void reconcile_start(struct worker *w, int v)
 {
+	struct pgq *express = &w->pg[WORKER_PG_EXPRESS];
 	struct rec_ctx *c;
 
 	if (w->leases[v].reconciling || !w->leases[v].epoch || !w->pg_up)
@@ -257,5 +265,9 @@ void reconcile_start(struct worker *w, int v)
 		return;
 	*c = (struct rec_ctx){w, v, w->leases[v].gen, ++w->leases[v].rec_seq};
 	w->leases[v].reconciling = true;
-	worker_after_express(w, send_list, c);
+	if (!pgq_pending(express))
+		send_list(c, true);
+	/* pgq_send: a barrier, after everything queued there */
+	else if (pgq_send(express, "SELECT 1", 0, NULL, on_express_ran, c))
+		send_list(c, false);
 }

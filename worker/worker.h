@@ -83,7 +83,7 @@
  * outstanding), they are about its own op and its signer's lane, which no
  * other job holds; and a vshard's reconcile, which must see every write its
  * jobs sent before it, waits until the express connection has run
- * everything queued on it (reconcile.c, worker_after_express).
+ * everything queued on it (reconcile.c).
  */
 #define WORKER_PG_DATA    3
 #define WORKER_PG_EXPRESS (1 + WORKER_PG_DATA)
@@ -291,12 +291,6 @@ bool leases_arrays(const struct worker *w, char *vs, char *es, size_t cap);
 
 /* ---- reconcile.c ---- */
 void reconcile_start(struct worker *w, int vshard);
-/*
- * fn(arg, true) once every command queued on the express connection so far
- * has run (at once when none is), fn(arg, false) if that connection is lost
- * first (the worker starts over from the database then).
- */
-void worker_after_express(struct worker *w, void (*fn)(void *arg, bool ok), void *arg);
 
 /* ---- claim.c ---- */
 void claim_tick(struct worker *w);

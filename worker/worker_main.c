@@ -137,41 +137,6 @@ static void on_notify(const char *channel, const char *extra, void *arg)
 		worker_schedule_claim(w, 0);
 }
 
-struct express_wait {
-	void (*fn)(void *arg, bool ok);
-	void *arg;
-};
-
-static void on_express_ran(PGresult *res, void *arg)
-{
-	struct express_wait x = *(struct express_wait *)arg;
-
-	free(arg);
-	x.fn(x.arg, res != NULL);
-}
-
-void worker_after_express(struct worker *w, void (*fn)(void *arg, bool ok), void *arg)
-{
-	struct pgq *q = &w->pg[WORKER_PG_EXPRESS];
-	struct express_wait *x;
-
-	if (!pgq_pending(q)) {
-		fn(arg, true);
-		return;
-	}
-	x = malloc(sizeof(*x));
-	if (!x) {
-		fn(arg, false);
-		return;
-	}
-	*x = (struct express_wait){fn, arg};
-	/* pgq_send: a barrier, after everything queued there, batchable or not */
-	if (pgq_send(q, "SELECT 1", 0, NULL, on_express_ran, x)) {
-		free(x);
-		fn(arg, false);
-	}
-}
-
 static void on_listen(PGresult *res, void *arg)
 {
 	(void)arg;
