@@ -4,6 +4,7 @@
 outbox_suite(check_enqueue LIBS outbox_testsupport outbox_common)
 outbox_suite(check_migrate LIBS outbox_testsupport DEPENDS outboxctl)
 outbox_suite(check_dispatch_sql LIBS outbox_testsupport)
+outbox_suite(check_row_rules LIBS outbox_testsupport)
 outbox_suite(check_archive LIBS outbox_testsupport outbox_common DEPENDS outboxctl)
 
 # bench_enqueue (tests/bench/enqueue.c): enqueue throughput and the cost of
