@@ -30,8 +30,9 @@
 -- CHECK expression 75-78 (the cost is the expressions, not their count);
 -- ops_rules with the regular expression 47-48; without it, taking the
 -- columns as arguments 23-29; taking the row, as below, 20-22.
--- bench_dispatch (same machine, same day): 494-597 -> 711 confirmed ops/s,
--- PostgreSQL 2.79-2.87 -> 1.93 ms of CPU per op.
+-- bench_dispatch, runs with and without 0021-0022 alternated on that machine
+-- (README.md, Dispatch performance): 813-885 -> 877-1 010 confirmed ops/s,
+-- PostgreSQL 1.70-1.86 -> 1.34-1.52 ms of CPU per op.
 --
 -- What holds. Each rule is the expression of the CHECK it replaces, copied
 -- (the regular expressions rewritten as said), and a CHECK's meaning is
@@ -43,7 +44,7 @@
 -- nothing can switch them off (session_replication_role, DISABLE TRIGGER)
 -- that could not switch off the constraints before. Adding the constraints
 -- checks every existing row once (about 10 us per row).
--- Tests: check_dispatch_sql's row_rules breaks every rule of the four tables
+-- Tests: check_row_rules breaks every rule of the four tables
 -- alone and expects its constraint and column, passes NULLs where the old
 -- CHECKs passed them, and compares each rewritten pattern with the regular
 -- expression it replaces over a corpus of strings.
