@@ -1,7 +1,7 @@
 /*
  * claim.c - claim ready ops from the lanes of our reconciled vshards.
  *
- * One claim in flight at a time. outbox.claim picks lanes by their best
+ * One regular claim in flight at a time. outbox.claim picks lanes by their best
  * pending priority (a CRITICAL op never waits behind NORMAL or LOW work) and
  * never looks at ops queued behind a signer that already has a transaction
  * in flight (the lane's in_flight reservation). The batch is bounded by
@@ -27,6 +27,14 @@
  * claims too: re-polling only after a claim that returned rows would leave
  * work enqueued just after an empty claim to the sweep (the figures: the
  * top-level README.md, Benchmarks).
+ *
+ * A CRITICAL NOTIFY that finds the regular claim on the wire starts a
+ * CRITICAL-only claim (outbox.claim's max_priority 0, schema/
+ * 0024_claim_fence_once.sql) on the express connection, at once: under a
+ * backlog the regular claim takes tens of milliseconds, and the op would
+ * wait for it and then for the next one. At most one claim of each kind is
+ * in flight; they skip each other's locked lanes, and each records the
+ * lease generations it was sent under (lease.claim_gen[kind]).
  */
 #include "worker/worker.h"
 
@@ -54,8 +62,11 @@ enum {
 	K_SEQ_HIGH
 };
 
-/* A job for claimed row r; false when the row is not taken (its vshard is resynced). */
-static bool take_row(struct worker *w, const PGresult *res, int r)
+/*
+ * A job for row r of a claim of kind k; false when the row is not taken
+ * (its vshard is resynced).
+ */
+static bool take_row(struct worker *w, const PGresult *res, int r, enum claim_kind k)
 {
 	int v = atoi(PQgetvalue(res, r, K_VSHARD));
 	struct signer *s;
@@ -63,10 +74,10 @@ static bool take_row(struct worker *w, const PGresult *res, int r)
 
 	if (v < 0 || v >= w->nvshards || !w->leases[v].epoch)
 		return false;
-	if (w->leases[v].gen != w->leases[v].claim_gen) {
-		if (!w->leases[v].claim_resynced) /* once per vshard and claim */
+	if (w->leases[v].gen != w->leases[v].claim_gen[k]) {
+		if (!w->leases[v].claim_resynced[k]) /* once per vshard and claim */
 			leases_resync(w, v, "a claim raced a reconcile");
-		w->leases[v].claim_resynced = true;
+		w->leases[v].claim_resynced[k] = true;
 		return false;
 	}
 	s = signers_get(w, PQgetvalue(res, r, K_SIGNER));
@@ -106,48 +117,73 @@ static bool take_row(struct worker *w, const PGresult *res, int r)
 	return true;
 }
 
-static void on_claim(PGresult *res, void *arg)
+/* Rows of a claim of kind k; false when it failed (logged, leases handled). */
+static bool claimed(struct worker *w, PGresult *res, enum claim_kind k)
 {
-	struct worker *w = arg;
 	int n;
 
-	w->claiming = false;
 	if (!res)
-		return;
+		return false;
 	if (!pgq_ok(res)) {
 		log_warn("claim: %s %s", pgq_sqlstate(res), PQresultErrorMessage(res));
 		if (!strcmp(pgq_sqlstate(res), "OB403"))
 			for (int v = 0; v < w->nvshards; v++)
 				if (w->leases[v].epoch)
 					leases_resync(w, v, "claim fenced out");
-		worker_schedule_claim(w, w->cfg->dispatch_interval_ms);
-		return;
+		return false;
 	}
 	n = PQntuples(res);
 	for (int r = 0; r < n; r++)
-		(void)take_row(w, res, r);
+		(void)take_row(w, res, r, k);
 	if (n > 0)
 		w->last_found_ms = mono_ms();
+	return true;
+}
+
+static void on_claim(PGresult *res, void *arg)
+{
+	struct worker *w = arg;
+
+	w->claiming = false;
+	if (!claimed(w, res, CLAIM_ALL)) {
+		if (res)
+			worker_schedule_claim(w, w->cfg->dispatch_interval_ms);
+		return;
+	}
 	if (w->claim_again)
 		worker_schedule_claim(w, 0);
-	else if (n > 0 || mono_ms() - w->last_found_ms < WORKER_BUSY_MS)
+	else if (PQntuples(res) > 0 || mono_ms() - w->last_found_ms < WORKER_BUSY_MS)
 		worker_schedule_claim(w, WORKER_LANE_POLL_MS);
 	w->claim_again = false;
 }
 
-void claim_tick(struct worker *w)
+static void on_claim_critical(PGresult *res, void *arg)
+{
+	struct worker *w = arg;
+
+	w->urgent_claiming = false;
+	if (claimed(w, res, CLAIM_CRITICAL) && w->urgent_again) {
+		w->urgent_again = false;
+		claim_critical(w);
+	}
+}
+
+/*
+ * Send a claim of kind k on q: the reconciled vshards' "{v,...}" and
+ * "{epoch,...}", each lease's generation recorded for the answer. 0 when
+ * sent; -1 when there is nothing to claim from or it cannot be sent.
+ */
+static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb cb)
 {
 	size_t cap = (size_t)w->nvshards * 24 + 4, a = 1, b = 1;
 	char vs[cap], es[cap], pam[16], bat[16];
-	const char *p[5] = {w->owner, vs, es, pam, bat};
+	const char *p[6] = {w->owner, vs, es, pam, bat, k == CLAIM_CRITICAL ? "0" : "2"};
 	int64_t room = w->cfg->global_max_in_flight - inflight_total(w->ctx->seg);
 	int64_t batch = w->cfg->batch_size;
 
-	if (w->claiming || !w->pg_up || w->loop.draining)
-		return;
 	if (room <= 0) {
 		stats_counter_add(w->stats, MET_INFLIGHT_DENIED, 1);
-		return; /* a finishing job schedules the next claim */
+		return -1; /* a finishing job schedules the next claim */
 	}
 	if (batch > room)
 		batch = room;
@@ -158,20 +194,44 @@ void claim_tick(struct worker *w)
 		a += (size_t)snprintf(vs + a, cap - a, "%s%d", a > 1 ? "," : "", v);
 		b += (size_t)snprintf(es + b, cap - b, "%s%lld", b > 1 ? "," : "",
 				      (long long)w->leases[v].epoch);
-		w->leases[v].claim_gen = w->leases[v].gen;
-		w->leases[v].claim_resynced = false;
+		w->leases[v].claim_gen[k] = w->leases[v].gen;
+		w->leases[v].claim_resynced[k] = false;
 	}
 	if (a == 1)
-		return;
+		return -1;
 	snprintf(vs + a, cap - a, "}");
 	snprintf(es + b, cap - b, "}");
 	snprintf(pam, sizeof(pam), "%lld", (long long)w->cfg->per_account_max_in_flight);
 	snprintf(bat, sizeof(bat), "%lld", (long long)batch);
-	if (pgq_send(&w->pg[0],
-		     "SELECT op_id, vshard, signer, kind, priority, idempotency_key, "
-		     "payload->>'account', payload->>'amount', attempts, fee_bumps, "
-		     "(extract(epoch from created_at) * 1000)::bigint, attempts_base, seq_high "
-		     "FROM outbox.claim($1, $2::int[], $3::bigint[], $4::int, $5::int)",
-		     5, p, on_claim, w) == 0)
-		w->claiming = true;
+	return pgq_send(q,
+			"SELECT op_id, vshard, signer, kind, priority, idempotency_key, "
+			"payload->>'account', payload->>'amount', attempts, fee_bumps, "
+			"(extract(epoch from created_at) * 1000)::bigint, attempts_base, seq_high "
+			"FROM outbox.claim($1, $2::int[], $3::bigint[], $4::int, $5::int, $6::int)",
+			6, p, cb, w);
+}
+
+void claim_tick(struct worker *w)
+{
+	if (w->claiming || !w->pg_up || w->loop.draining)
+		return;
+	w->claiming = send_claim(w, CLAIM_ALL, &w->pg[0], on_claim) == 0;
+}
+
+void claim_critical(struct worker *w)
+{
+	if (!w->claiming) {
+		worker_schedule_claim(w, 0); /* the regular claim takes CRITICAL ops first */
+		return;
+	}
+	if (w->urgent_claiming) {
+		w->urgent_again = true;
+		return;
+	}
+	if (!w->pg_up || w->loop.draining)
+		return;
+	w->urgent_claiming =
+		send_claim(w, CLAIM_CRITICAL, &w->pg[WORKER_PG_EXPRESS], on_claim_critical) == 0;
+	if (w->urgent_claiming)
+		stats_counter_add(w->stats, MET_CRITICAL_CLAIMS, 1);
 }

@@ -66,8 +66,8 @@
 #define WORKER_MARKS          64 /* recent (ledger, close time) pairs kept */
 /*
  * PostgreSQL connections per worker. Connection 0 is the control
- * connection: it LISTENs, claims, acquires and renews leases, so a claim
- * never queues behind writes. Every statement about one vshard's ops (job
+ * connection: it claims, acquires and renews leases, so a claim never
+ * queues behind writes. Every statement about one vshard's ops (job
  * writes, reconcile, claim_release, lease_release) goes through that
  * vshard's data connection (worker_pg), so they keep the FIFO order they
  * would have on a single connection, while other vshards' writes do not
@@ -75,10 +75,13 @@
  * commit): one for control, three commit queues (the top-level README.md,
  * Benchmarks, Dispatch performance).
  *
- * The last one, the express connection, carries only CRITICAL ops' writes
- * (job_sql): on a backlog each data connection runs group-commit batches of
- * tens of statements, tens of milliseconds each on a busy server, and a
- * CRITICAL attempt row queued there would wait for them. The order that
+ * The last one, the express connection, carries only what CRITICAL ops
+ * wait for: their NOTIFY (LISTEN), the CRITICAL-only claim (claim.c) and
+ * their writes (job_sql). On a backlog the control connection is claiming
+ * most of the time (PostgreSQL delivers a NOTIFY only between commands)
+ * and each data connection runs group-commit batches of tens of
+ * statements, tens of milliseconds each on a busy server: a CRITICAL op
+ * would wait for them. The order that
  * matters survives: a job's own statements are sequential (one call
  * outstanding), they are about its own op and its signer's lane, which no
  * other job holds; and a vshard's reconcile, which must see every write its
@@ -99,15 +102,22 @@
 
 struct job;
 
+/*
+ * The claims a worker may have on the wire at once (claim.c): the regular
+ * one, of every priority, on the control connection, and a CRITICAL-only
+ * one on the express connection.
+ */
+enum claim_kind { CLAIM_ALL, CLAIM_CRITICAL, CLAIM_KINDS };
+
 struct lease {
 	int64_t epoch; /* 0 = not held */
 	bool reconciled;
 	bool reconciling;
 	bool acquiring;
-	uint32_t gen;        /* bumped when its jobs are abandoned: stale callbacks notice */
-	uint32_t claim_gen;  /* gen when the claim in flight was sent */
-	bool claim_resynced; /* its answer already sent the vshard to a reconcile */
-	uint32_t rec_seq;    /* bumped by each reconcile_start: a waiting one that is stale drops */
+	uint32_t gen; /* bumped when its jobs are abandoned: stale callbacks notice */
+	uint32_t claim_gen[CLAIM_KINDS];  /* gen when each claim in flight was sent */
+	bool claim_resynced[CLAIM_KINDS]; /* its answer already sent the vshard to a reconcile */
+	uint32_t rec_seq; /* bumped by each reconcile_start: a waiting one that is stale drops */
 };
 
 struct signer {
@@ -148,7 +158,8 @@ struct worker {
 	struct lease *leases; /* [nvshards] */
 	int64_t next_renew_ms, next_foreign_ms, next_claim_ms;
 	bool renewing, claiming, claim_again;
-	int64_t last_found_ms; /* the last claim that returned rows (monotonic) */
+	bool urgent_claiming, urgent_again; /* the CRITICAL-only claim (claim.c) */
+	int64_t last_found_ms;              /* the last claim that returned rows (monotonic) */
 
 	struct job *jobs; /* doubly linked */
 	size_t n_jobs;
@@ -294,6 +305,8 @@ void reconcile_start(struct worker *w, int vshard);
 
 /* ---- claim.c ---- */
 void claim_tick(struct worker *w);
+/* A CRITICAL op is ready (its NOTIFY): claim it without waiting for the regular claim. */
+void claim_critical(struct worker *w);
 
 /* ---- job.c: a job's life ---- */
 struct job *job_new(struct worker *w, int vshard);

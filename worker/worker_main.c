@@ -14,9 +14,11 @@
  * follow.c); hand the relay the leases held, whose vshards' events it seals
  * and produces.
  *
- * Wake-up: the worker LISTENs on outbox_wake on its connection 0 (the
- * CRITICAL-only NOTIFY of schema/0003_wakeup.sql); NORMAL/LOW work is found
- * by the sweep and by the lane poll of a busy worker (claim.c).
+ * Wake-up: the worker LISTENs on outbox_wake on its express connection
+ * (the CRITICAL-only NOTIFY of schema/0003_wakeup.sql), which is idle
+ * between CRITICAL ops' statements, so the NOTIFY arrives at once and is
+ * claimed at once (claim.c); NORMAL/LOW work is found by the sweep and by
+ * the lane poll of a busy worker (claim.c).
  *
  * The chain's clock: every RPC answer (and the oracle's snapshot) reports
  * the newest ledger it knows and, mostly, its close time. Both are chain
@@ -134,7 +136,7 @@ static void on_notify(const char *channel, const char *extra, void *arg)
 
 	(void)extra;
 	if (!strcmp(channel, "outbox_wake"))
-		worker_schedule_claim(w, 0);
+		claim_critical(w);
 }
 
 static void on_listen(PGresult *res, void *arg)
@@ -173,13 +175,15 @@ static void on_connect(bool up, void *arg)
 			w->leases[v].acquiring = false;
 		}
 		w->claiming = false;
+		w->urgent_claiming = false;
+		w->urgent_again = false;
 		w->renewing = false;
 		return;
 	}
 	if (!w->pg_up || was)
 		return;
 	log_info("postgresql connected (%d connections)", WORKER_PG_CONNS);
-	pgq_send(&w->pg[0], "LISTEN outbox_wake", 0, NULL, on_listen, w);
+	pgq_send(&w->pg[WORKER_PG_EXPRESS], "LISTEN outbox_wake", 0, NULL, on_listen, w);
 	leases_start(w);
 }
 

@@ -26,7 +26,10 @@
  *	            out); CPU per confirmed op from release to the last op.
  *	breakdown   outboxd stopped (so every backend published its counters):
  *	            PostgreSQL's time by statement or function over the
- *	            throughput phase, per confirmed op.
+ *	            throughput phase, per confirmed op. With
+ *	            BENCH_BREAKDOWN=latency, over the latency phase instead, per
+ *	            op enqueued, and the run ends there (its summary has the
+ *	            latency phase's figures only).
  *	minimal     the minimal durable outbox, pgbench with 8 clients for
  *	            BENCH_SECONDS, per batch of BENCH_MINIMAL_BATCH (50) ops:
  *	            one INSERT statement, one UPDATE to in-flight writing a 1 KB
@@ -285,7 +288,8 @@ static void enqueue_backlog(struct fixture *f, long n, struct throughput *t)
 static void phase_throughput(struct fixture *f, long n, const char *source, struct throughput *t)
 {
 	enqueue_backlog(f, n, t);
-	ck_assert_int_eq(stmtstats_begin(f->c, source), 0);
+	if (source)
+		ck_assert_int_eq(stmtstats_begin(f->c, source), 0);
 	t->rpc = sim_get(f, "/debug/requests");
 	cpu_mark(&t->t0);
 	pgtest_exec(f->c, "DELETE FROM outbox.user_holds WHERE user_id = 'tp'");
@@ -314,6 +318,13 @@ static void phase_throughput(struct fixture *f, long n, const char *source, stru
 	print_line(o);
 }
 
+static void stop_outboxd(struct fixture *f)
+{
+	kill(-f->h.sup_pid, SIGTERM);
+	ph_wait_exit(f->h.sup_pid, 15000, NULL);
+	f->h.sup_pid = 0;
+}
+
 /* Waits (generously) until only the bench's own connection serves the database. */
 static void wait_backends_gone(struct fixture *f)
 {
@@ -324,16 +335,30 @@ static void wait_backends_gone(struct fixture *f)
 		ck_assert_msg(ph_now_ms() < end, "outboxd's backends still connected after 60 s");
 }
 
-static void phase_breakdown(struct fixture *f, const char *source, long confirmed)
+/* ops: the phase's confirmed ops (throughput) or ops enqueued (latency). */
+static void phase_breakdown(struct fixture *f, const char *source, const char *of, long ops)
 {
 	json_t *top;
 
 	wait_backends_gone(f);
-	top = stmtstats_end(f->c, source, (double)confirmed, BREAKDOWN_TOP);
+	top = stmtstats_end(f->c, source, (double)ops, BREAKDOWN_TOP);
 	ck_assert_msg(top != NULL, "the statement breakdown failed");
 	print_line(json_pack("{s:s, s:s, s:s, s:s, s:I, s:o}", "bench", "dispatch", "phase",
-			     "breakdown", "of", "throughput", "source", source, "confirmed",
-			     (json_int_t)confirmed, "top", top));
+			     "breakdown", "of", of, "source", source,
+			     !strcmp(of, "latency") ? "ops" : "confirmed", (json_int_t)ops, "top",
+			     top));
+}
+
+/* BENCH_BREAKDOWN: which phase the breakdown covers; stops the run naming a bad value. */
+static bool breakdown_of_latency(void)
+{
+	const char *v = getenv("BENCH_BREAKDOWN");
+
+	if (!v || !*v || !strcmp(v, "throughput"))
+		return false;
+	ck_assert_msg(!strcmp(v, "latency"),
+		      "BENCH_BREAKDOWN: '%.40s' is not \"throughput\" or \"latency\"", v);
+	return true;
 }
 /*
  * The minimal durable outbox: what any outbox must write per op, grouped as
@@ -507,6 +532,7 @@ START_TEST(bench_dispatch)
 	const char *env[] = {"OUTBOX_GLOBAL_MAX_IN_FLIGHT=5000", "OUTBOX_BATCH_SIZE=500",
 			     "OUTBOX_LOG_LEVEL=warn", NULL};
 	double p50, p99, load0 = cpumeter_loadavg();
+	bool of_latency = breakdown_of_latency();
 
 	memset(&f, 0, sizeof(f));
 	f.n_signers = (int)env_long("BENCH_SIGNERS", 1000, 1, DH_MAX_SIGNERS);
@@ -535,13 +561,25 @@ START_TEST(bench_dispatch)
 	launch(&f, env);
 	cpumeter_track_group(meter, f.h.sup_pid, CM_OUTBOXD);
 	json_decref(ph_wait_all_running(&f.h, f.workers + 1, 20000));
+	if (of_latency) {
+		ck_assert_int_eq(stmtstats_begin(f.c, source), 0);
+		phase_latency(&f, offered, seconds, &p50, &p99);
+		check_exactly_once(&f);
+		stop_outboxd(&f);
+		phase_breakdown(&f, source, "latency", offered * seconds);
+		print_line(json_pack("{s:s, s:b, s:s, s:I, s:f, s:f, s:s}", "bench", "dispatch",
+				     "summary", 1, "breakdown_of", "latency", "offered_ops_per_s",
+				     (json_int_t)offered, "enqueue_to_send_p50_ms", p50,
+				     "enqueue_to_send_p99_ms", p99, "breakdown_source", source));
+		cpumeter_stop(meter);
+		stop(&f);
+		return;
+	}
 	phase_latency(&f, offered, seconds, &p50, &p99);
 	phase_throughput(&f, ops, source, &t);
 	check_exactly_once(&f);
-	kill(-f.h.sup_pid, SIGTERM);
-	ph_wait_exit(f.h.sup_pid, 15000, NULL);
-	f.h.sup_pid = 0;
-	phase_breakdown(&f, source, t.confirmed);
+	stop_outboxd(&f);
+	phase_breakdown(&f, source, "throughput", t.confirmed);
 	double minimal = phase_minimal(&f, seconds, batch);
 	double peer = phase_peer(&f);
 	double n = (double)t.confirmed;

@@ -147,21 +147,30 @@ INV_SLACK_MS=${CHAOS_INVERSION_SLACK_MS:-100}
 # first send, outboxd's own part, which no wait for a busy signer is in
 # (and the one thing signer_wait_ms cannot see: a NORMAL op claimed before
 # the CRITICAL one arrived but sent after it). Upper bounds of the
-# histogram's buckets (1, 2, 4, ... ms): {"ops", "p50_le", "p99_le"}.
+# histogram's buckets (1, 2, 4, ... ms): {"ops", "p50_le", "p99_le"}, and
+# critical_claims: the CRITICAL-only claims the workers sent meanwhile
+# (outbox_critical_claims_total: a NOTIFY found the regular claim busy).
 own_dispatch() { # own_dispatch [BEFORE]: BEFORE an earlier answer, to count only what came since
 	curl -fsS "http://127.0.0.1:$HTTP_PORT/metrics" | python3 -c '
 import json, re, sys
-before = dict((str(le), c) for le, c in json.loads(sys.argv[1]).get("buckets", []))
+prev = json.loads(sys.argv[1])
+before = dict((str(le), c) for le, c in prev.get("buckets", []))
+before["critical_claims"] = prev.get("crit_total", 0)
 b = []
+crit = 0
 for line in sys.stdin:
     m = re.match(r"outbox_dispatch_seconds_bucket\{priority=\"CRITICAL\",le=\"([^\"]+)\"\} (\d+)", line)
     if m:
         le = None if m.group(1) == "+Inf" else round(float(m.group(1)) * 1000, 3)
         b.append((le, int(m.group(2))))
+    m = re.match(r"outbox_critical_claims_total(\{[^}]*\})? (\d+)", line)
+    if m:
+        crit = crit + int(m.group(2))
 d = [(le, c - before.get(str(le), 0)) for le, c in b]
 n = d[-1][1] if d else 0
 q = lambda f: next((le for le, c in d if c >= f * n), None) if n else None
-print(json.dumps({"ops": n, "p50_le": q(0.5), "p99_le": q(0.99), "buckets": b}))' "${1:-"{}"}" || echo '{"ops": null}'
+print(json.dumps({"ops": n, "p50_le": q(0.5), "p99_le": q(0.99), "buckets": b,
+    "critical_claims": crit - before.get("critical_claims", 0), "crit_total": crit}))' "${1:-"{}"}" || echo '{"ops": null}'
 }
 latency() {
 	wait_for 600 "the CRITICAL ops $1* to end" bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) FROM outbox.ops WHERE business_record_id LIKE '$1%' AND status IN ('PENDING','SUBMITTED')\") == 0 ]]"
@@ -339,7 +348,7 @@ backlog_outboxd
 log "baseline: $CRIT_N CRITICAL ops at $CRIT_RATE/s, no backlog"
 critical_load a
 base=$(latency a)
-base=$(jq -c --argjson d "$(own_dispatch)" '. + {own_dispatch_ms: ($d | del(.buckets))}' <<<"$base")
+base=$(jq -c --argjson d "$(own_dispatch)" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total))}' <<<"$base")
 log "baseline: $base"
 outboxd_stop
 
@@ -372,14 +381,14 @@ t0=$(now_ms)
 critical_load k
 load=$(latency k)
 od=$(own_dispatch)
-load=$(jq -c --argjson d "$od" '. + {own_dispatch_ms: ($d | del(.buckets))}' <<<"$load")
+load=$(jq -c --argjson d "$od" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total))}' <<<"$load")
 log "on the backlog: $load"
 own='{"ops": 0, "inversions": 0}'
 if ((OWN > 0)); then
 	log "on the backlog: $CRIT_N CRITICAL ops at $CRIT_RATE/s on $OWN signers of their own"
 	critical_load d own
 	own=$(latency d)
-	own=$(jq -c --argjson d "$(own_dispatch "$od")" '. + {own_dispatch_ms: ($d | del(.buckets))}' <<<"$own")
+	own=$(jq -c --argjson d "$(own_dispatch "$od")" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total))}' <<<"$own")
 	log "on the backlog, signers of their own: $own"
 fi
 t1=$(now_ms)

@@ -325,6 +325,100 @@ START_TEST(test_fencing)
 }
 END_TEST
 
+/* Run formatted SQL that must fail with SQLSTATE state and a message containing needle. */
+static void fails_naming(PGconn *c, const char *state, const char *needle, const char *fmt, ...)
+{
+	va_list ap;
+	PGresult *r;
+	const char *got, *msg;
+
+	va_start(ap, fmt);
+	r = qv(c, fmt, ap);
+	va_end(ap);
+	got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+	ck_assert_msg(PQresultStatus(r) == PGRES_FATAL_ERROR && got && !strcmp(got, state) && msg &&
+			      strstr(msg, needle),
+		      "expected SQLSTATE %s naming \"%s\", got %s: %s", state, needle,
+		      got ? got : "success", PQresultErrorMessage(r));
+	PQclear(r);
+	if (PQtransactionStatus(c) == PQTRANS_INERROR)
+		PQclear(PQexec(c, "ROLLBACK"));
+}
+
+/*
+ * A claim over several vshards fences them in one statement (0024's
+ * fence_all): every pair must be leased to the owner with that epoch, and
+ * the first that is not is named, whichever position it has.
+ */
+START_TEST(test_fence_all)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e0 = lease(c, OWNER, 0), e1 = lease(c, OWNER, 1);
+	const char *cl = "SELECT count(*) FROM outbox.claim('%s', '%s', '{%lld,%lld}', 1, 10)";
+
+	enq(c, "u1", "g1", 0, "NORMAL");
+	ck_assert_int_eq(num(c, cl, OWNER, "{0,1}", e0, e1), 1);
+	ck_assert_int_eq(num(c, cl, OWNER, "{1,0}", e1, e0), 0);
+	ck_assert_int_eq(num(c, cl, OWNER, "{0,0}", e0, e0), 0); /* a repeated pair is one lease */
+	fails_naming(c, "OB403", "vshard 1 is not leased", cl, OWNER, "{0,1}", e0, e1 + 1);
+	fails_naming(c, "OB403", "vshard 0 is not leased", cl, OWNER, "{1,0}", e1, e0 + 1);
+	fails_naming(c, "OB403", "vshard 0 is not leased", cl, PEER, "{0,1}", e0, e1);
+	ok(c,
+	   "UPDATE outbox.shard_leases SET expires_at = now() - interval '1 s' WHERE vshard = 1");
+	fails_naming(c, "OB403", "vshard 1 is not leased", cl, OWNER, "{0,1}", e0, e1);
+	fails(c, "OB422", "SELECT outbox.fence_all('%s', '{0,1}', '{%lld}')", OWNER, e0);
+	fails(c, "OB403", "SELECT outbox.fence_all('%s', '{0,2}', '{%lld,1}')", OWNER, e0);
+	ok(c, "SELECT outbox.fence_all('%s', '{0}', '{%lld}')", OWNER, e0);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * fence_all locks every lease row it fences: a takeover of the second
+ * vshard of a claim in progress waits for the claim's commit, and then the
+ * old owner's next claim fails.
+ */
+START_TEST(test_fence_all_blocks_takeover)
+{
+	PGconn *a = pgtest_connect(&db);
+	PGconn *b = pgtest_connect(&db);
+	PGconn *o = pgtest_connect(&db);
+	PGresult *r;
+	long long e0 = lease(a, OWNER, 0), e1 = lease(a, OWNER, 1);
+	int blocked = 0;
+
+	ok(a,
+	   "UPDATE outbox.shard_leases SET expires_at = now() + interval '1 s' WHERE vshard = 1");
+	ok(a, "BEGIN");
+	ok(a, "SELECT * FROM outbox.claim('" OWNER "', '{0,1}', '{%lld,%lld}', 1, 10)", e0, e1);
+	while (num(o, "SELECT (expires_at > now())::int FROM outbox.shard_leases WHERE vshard = 1"))
+		usleep(50000);
+	ck_assert(PQsendQuery(b, "SELECT outbox.lease_acquire('" PEER "', 1, 10000)"));
+	for (int i = 0; i < 250 && !blocked; i++) {
+		blocked = (int)num(o,
+				   "SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
+				   "AND wait_event_type = 'Lock'",
+				   PQbackendPID(b));
+		if (!blocked)
+			usleep(20000);
+	}
+	ck_assert_msg(blocked, "the takeover did not wait for the fenced claim");
+	ok(a, "COMMIT");
+	r = PQgetResult(b);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	ck_assert_int_eq(strtoll(PQgetvalue(r, 0, 0), NULL, 10), e1 + 1);
+	PQclear(r);
+	PQclear(PQgetResult(b));
+	fails_naming(a, "OB403", "vshard 1 is not leased",
+		     "SELECT * FROM outbox.claim('" OWNER "', '{0,1}', '{%lld,%lld}', 1, 10)", e0,
+		     e1);
+	PQfinish(o);
+	PQfinish(b);
+	PQfinish(a);
+}
+END_TEST
+
 /*
  * A takeover waits for a fenced write that is in progress (the fence holds
  * the lease row FOR KEY SHARE; a takeover changes the key columns owner and
@@ -404,6 +498,83 @@ START_TEST(test_claim_order)
 	ck_assert_int_eq(claim(c, e, 1, 16, ids, 16), 1);
 	ck_assert_int_eq(ids[0], n0a);
 	ck_assert_int_ne(ids[0], n0b);
+	PQfinish(c);
+}
+END_TEST
+
+/* Op ids of a claim on vshard 0 with max_priority mp, in the order returned. */
+static int claim_upto(PGconn *c, long long e, int mp, long long *ids, int n)
+{
+	PGresult *r =
+		q(c, "SELECT op_id FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10, %d)", e,
+		  mp);
+	int rows = PQntuples(r);
+
+	for (int i = 0; i < rows && i < n; i++)
+		ids[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+	PQclear(r);
+	return rows;
+}
+
+/*
+ * max_priority (0024): a CRITICAL-only claim takes CRITICAL ops and touches
+ * no other lane; a lane whose best pending op is less urgent than the claim
+ * may take stays due at once, for the regular claim, instead of backing
+ * off; max_priority 1 takes NORMAL too but not LOW.
+ */
+START_TEST(test_claim_max_priority)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[8];
+	long long c0 = enq(c, "u1", "p1", 0, "CRITICAL");
+	long long n0 = enq(c, "u1", "p2", 0, "NORMAL");
+	long long n1 = enq(c, "u2", "p3", 1, "NORMAL");
+	long long l2 = enq(c, "u3", "p4", 2, "LOW");
+	long long c3 = enq(c, "u4", "p5", 3, "CRITICAL");
+	long long n4 = enq(c, "u5", "p6", 4, "NORMAL");
+	char due[64];
+
+	fails(c, "OB422", "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10, 3)", e);
+	fails(c, "OB422", "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10, -1)", e);
+	fails(c, "OB422", "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10, NULL)",
+	      e);
+	ok(c, "SELECT outbox.lane_merge('{0}')");
+	/* Signer 4's lane says CRITICAL while only a NORMAL op is ready there. */
+	ok(c, "UPDATE outbox.lanes SET pending_best = 0 WHERE signer = '%s'", acc[4]);
+	text(c, due, sizeof(due), "SELECT next_due FROM outbox.lanes WHERE signer = '%s'", acc[1]);
+
+	ck_assert_int_eq(claim_upto(c, e, 0, ids, 8), 2);
+	ck_assert_int_eq(ids[0], c0);
+	ck_assert_int_eq(ids[1], c3);
+	ck_assert_int_eq(lane(c, 0, "in_flight"), 1);
+	ck_assert_int_eq(lane(c, 3, "in_flight"), 1);
+	ck_assert_int_eq(lane(c, 1, "in_flight"), 0);
+	ck_assert_int_eq(num(c,
+			     "SELECT count(*) FROM outbox.lanes WHERE signer = '%s' AND "
+			     "next_due = '%s' AND recheck_s = 1 AND pending_best = 1",
+			     acc[1], due),
+			 1); /* not a candidate: untouched */
+	ck_assert_int_eq(num(c,
+			     "SELECT count(*) FROM outbox.lanes WHERE signer = '%s' AND "
+			     "next_due <= now() AND recheck_s = 1 AND pending_best = 1",
+			     acc[4]),
+			 1); /* corrected, and left due now */
+	ck_assert_int_eq(claim_upto(c, e, 0, ids, 8), 0);
+
+	ck_assert_int_eq(claim_upto(c, e, 1, ids, 8), 2); /* signer 0 is busy with c0 */
+	ck_assert_int_eq(ids[0], n1);
+	ck_assert_int_eq(ids[1], n4);
+	ck_assert_int_eq(claim_upto(c, e, 2, ids, 8), 1);
+	ck_assert_int_eq(ids[0], l2);
+	/* c0 given back: claimed again by a CRITICAL-only claim, n0 never by one. */
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ck_assert_int_eq(claim_upto(c, e, 0, ids, 8), 1);
+	ck_assert_int_eq(ids[0], c0);
+	ok(c, "SELECT outbox.claim_release('" OWNER "', 0, %lld, '%s', 1)", e, acc[0]);
+	ok(c, "UPDATE outbox.ops SET status = 'CANCELLED' WHERE id = %lld", c0);
+	ck_assert_int_eq(claim_upto(c, e, 0, ids, 8), 0);
+	ck_assert_int_eq(claim(c, e, 1, 10, ids, 8), 1);
+	ck_assert_int_eq(ids[0], n0);
 	PQfinish(c);
 }
 END_TEST
@@ -2653,6 +2824,8 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_checked_fixture(t, setup2, teardown);
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_fencing);
+	tcase_add_test(t, test_fence_all);
+	tcase_add_test(t, test_fence_all_blocks_takeover);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("dispatch");
@@ -2660,6 +2833,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_fence_blocks_takeover);
 	tcase_add_test(t, test_claim_order);
+	tcase_add_test(t, test_claim_max_priority);
 	tcase_add_test(t, test_claim_per_account_max);
 	tcase_add_test(t, test_claim_ignores_busy_backlog);
 	tcase_add_test(t, test_lane_lookups_ignore_backlog_statistics);
