@@ -160,12 +160,11 @@ static void on_claim(PGresult *res, void *arg)
 static void on_claim_critical(PGresult *res, void *arg)
 {
 	struct worker *w = arg;
+	bool again = w->urgent_again; /* a NOTIFY came while it ran: its op may be newer */
 
-	w->urgent_claiming = false;
-	if (claimed(w, res, CLAIM_CRITICAL) && w->urgent_again) {
-		w->urgent_again = false;
+	w->urgent_claiming = w->urgent_again = false;
+	if (claimed(w, res, CLAIM_CRITICAL) && again)
 		claim_critical(w);
-	}
 }
 
 /*
