@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <librdkafka/rdkafka.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,11 +66,12 @@ struct relay {
 	struct sealed *fifo; /* sealed (or being sealed), to produce, in order */
 	size_t n_fifo, cap_fifo;
 	int64_t next_batch;
-	int seals_out;  /* seal statements in flight */
-	bool reading;   /* a seal read or a resend page in flight */
-	bool more;      /* the last seal read was full: read again at once */
-	bool resend;    /* produce every sealed unpublished row again, once it is safe */
-	bool resending; /* paging through them */
+	int seals_out;    /* seal statements in flight */
+	bool seal_singly; /* the next read seals chain by chain (events_seal_vshards failed) */
+	bool reading;     /* a seal read or a resend page in flight */
+	bool more;        /* the last seal read was full: read again at once */
+	bool resend;      /* produce every sealed unpublished row again, once it is safe */
+	bool resending;   /* paging through them */
 	int64_t resend_after;
 	uint64_t in_flight; /* produced, no delivery report yet */
 	bool queue_full;    /* the producer refused: wait for a delivery report */
@@ -312,71 +314,132 @@ static bool bytea_hex(const char *v, uint8_t out[32])
 struct seal_ctx {
 	struct relay *r;
 	int64_t batch;
+	bool many; /* events_seal_vshards: on failure, the next read seals chain by chain */
 };
 
 static void on_sealed(PGresult *res, void *arg);
+
+/* A growing text array literal: "{a,b,...}". */
+struct arr {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void arr_add(struct arr *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arr_add(struct arr *a, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (a->oom)
+		return;
+	if (a->cap - a->len < 96) {
+		size_t cap = a->cap ? a->cap * 2 : 256;
+		char *p = realloc(a->s, cap);
+
+		if (!p) {
+			a->oom = true;
+			return;
+		}
+		a->s = p;
+		a->cap = cap;
+		if (!a->len)
+			a->s[a->len++] = '{';
+	}
+	if (a->len > 1)
+		a->s[a->len++] = ',';
+	va_start(ap, fmt);
+	n = vsnprintf(a->s + a->len, a->cap - a->len - 2, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= a->cap - a->len - 2) {
+		a->oom = true;
+		return;
+	}
+	a->len += (size_t)n;
+	a->s[a->len] = '}';
+	a->s[a->len + 1] = '\0';
+}
+
+/*
+ * Link the rows fifo[from..to) of one chain after its head, marking them
+ * part of batch, and add their ids and hashes to the arrays. False when a
+ * row cannot be linked.
+ */
+static bool link_rows(struct relay *r, size_t from, size_t to, int64_t head_seq,
+		      const uint8_t head[32], int64_t batch, struct arr *ids, struct arr *hashes)
+{
+	uint8_t link[32];
+
+	memcpy(link, head, 32);
+	for (size_t k = from; k < to; k++) {
+		struct event_rec *e = &r->fifo[k].e;
+		char hex[65];
+
+		r->fifo[k].batch = batch;
+		e->chain_seq = head_seq + (int64_t)(k - from) + 1;
+		if (event_seal(e, link))
+			return false;
+		memcpy(link, e->hash, 32);
+		sodium_bin2hex(hex, sizeof(hex), e->hash, 32);
+		arr_add(ids, "%lld", (long long)e->id);
+		arr_add(hashes, "%s", hex);
+	}
+	return !ids->oom && !hashes->oom;
+}
+
+/* Send a seal statement for the rows of batch c->batch; on failure they are not sealed. */
+static void send_seal(struct relay *r, struct seal_ctx *c, const char *sql, int n,
+		      const char *const *p, bool ok)
+{
+	if (ok && pgq_send_batch(&r->pg, sql, n, p, on_sealed, c) == 0) {
+		r->seals_out++;
+		return;
+	}
+	for (size_t k = 0; k < r->n_fifo; k++)
+		if (r->fifo[k].batch == c->batch)
+			r->fifo[k].batch = -1;
+	free(c);
+}
 
 /* Link the rows fifo[from..to) of one chain and send their seal statement. */
 static void seal_chain(struct relay *r, size_t from, size_t to, int vshard, int64_t epoch,
 		       int64_t head_seq, const uint8_t head[32])
 {
-	size_t cap = (to - from) * 68 + 16, a = 1, b = 1;
-	char *ids = malloc(cap), *hashes = malloc(cap), vs[16], es[24], after[24], prev[65];
+	struct arr ids = {0}, hashes = {0};
+	char vs[16], es[24], after[24], prev[65];
 	const char *p[8] = {r->owner,
 			    vshard >= 0 ? vs : NULL,
 			    vshard >= 0 ? es : NULL,
 			    r->fifo[from].e.chain,
 			    after,
 			    prev,
-			    ids,
-			    hashes};
+			    NULL,
+			    NULL};
 	struct seal_ctx *c = malloc(sizeof(*c));
-	uint8_t link[32];
-	bool ok = ids && hashes && c;
+	bool ok = c != NULL;
 
-	memcpy(link, head, 32);
 	if (ok) {
-		ids[0] = hashes[0] = '{';
-		*c = (struct seal_ctx){r, ++r->next_batch};
+		*c = (struct seal_ctx){r, ++r->next_batch, false};
+		ok = link_rows(r, from, to, head_seq, head, c->batch, &ids, &hashes);
 	}
-	for (size_t k = from; k < to; k++) {
-		struct event_rec *e = &r->fifo[k].e;
-		char hex[65];
-
-		r->fifo[k].batch = ok ? c->batch : -1;
-		e->chain_seq = head_seq + (int64_t)(k - from) + 1;
-		if (!ok || event_seal(e, link)) {
-			ok = false;
-			continue;
-		}
-		memcpy(link, e->hash, 32);
-		sodium_bin2hex(hex, sizeof(hex), e->hash, 32);
-		a += (size_t)snprintf(ids + a, cap - a, "%s%lld", a > 1 ? "," : "",
-				      (long long)e->id);
-		b += (size_t)snprintf(hashes + b, cap - b, "%s%s", b > 1 ? "," : "", hex);
-	}
-	if (ok) {
-		snprintf(ids + a, cap - a, "}");
-		snprintf(hashes + b, cap - b, "}");
-		snprintf(vs, sizeof(vs), "%d", vshard);
-		snprintf(es, sizeof(es), "%lld", (long long)epoch);
-		snprintf(after, sizeof(after), "%lld", (long long)head_seq);
-		sodium_bin2hex(prev, sizeof(prev), head, 32);
-		ok = pgq_send_batch(
-			     &r->pg,
-			     "SELECT outbox.events_seal($1, $2::int, $3::bigint, $4, $5::bigint, "
-			     "$6, $7::bigint[], $8::text[])",
-			     8, p, on_sealed, c) == 0;
-	}
-	if (ok) {
-		r->seals_out++;
-	} else {
+	if (!c) {
 		for (size_t k = from; k < to; k++)
 			r->fifo[k].batch = -1;
-		free(c);
+		return;
 	}
-	free(ids);
-	free(hashes);
+	snprintf(vs, sizeof(vs), "%d", vshard);
+	snprintf(es, sizeof(es), "%lld", (long long)epoch);
+	snprintf(after, sizeof(after), "%lld", (long long)head_seq);
+	sodium_bin2hex(prev, sizeof(prev), head, 32);
+	p[6] = ids.s;
+	p[7] = hashes.s;
+	send_seal(r, c,
+		  "SELECT outbox.events_seal($1, $2::int, $3::bigint, $4, $5::bigint, "
+		  "$6, $7::bigint[], $8::text[])",
+		  8, p, ok);
+	free(ids.s);
+	free(hashes.s);
 }
 
 /* Remove the rows of a batch that was not sealed (the next read finds them again). */
@@ -405,6 +468,8 @@ static void on_sealed(PGresult *res, void *arg)
 		/* unknown (lost connection): it may have committed, so produce again later */
 		if (!res)
 			r->resend = true;
+		else if (c->many)
+			r->seal_singly = true; /* one chain may be at fault: isolate it */
 		else if (strcmp(pgq_sqlstate(res), "OB403"))
 			log_warn("relay: events_seal: %s", PQresultErrorMessage(res));
 		drop_batch(r, c->batch);
@@ -488,16 +553,82 @@ static bool push_unsealed(struct relay *r, const PGresult *res, int i)
 	return true;
 }
 
+/* Past fifo[i]'s chain's rows: the next group's first index. */
+static size_t group_end(const struct relay *r, size_t i)
+{
+	size_t j = i + 1;
+
+	while (j < r->n_fifo && !strcmp(r->fifo[j].e.chain, r->fifo[i].e.chain))
+		j++;
+	return j;
+}
+
+/* The group at fifo[i] can be sealed now: a named chain, or a vshard still leased (epoch). */
+static bool sealable(const struct relay *r, size_t i, int64_t *epoch)
+{
+	const struct sealed *s = &r->fifo[i];
+
+	*epoch = 0;
+	return s->vshard != -2 && (s->vshard < 0 || lease_of(r, s->vshard, epoch) == 0);
+}
+
+/*
+ * Seal every vshard chain of fifo[base..) in one statement
+ * (outbox.events_seal_vshards, schema/0025_seal_vshards_at_once.sql). The
+ * caller checked that every group there is a vshard chain.
+ */
+static void seal_vshards(struct relay *r, size_t base)
+{
+	struct arr vs = {0}, es = {0}, after = {0}, prevs = {0}, lens = {0}, ids = {0},
+		   hashes = {0};
+	struct seal_ctx *c = malloc(sizeof(*c));
+	bool ok = c != NULL;
+	char hex[65];
+
+	if (!c)
+		return; /* every row keeps batch -1: dropped, read again */
+	*c = (struct seal_ctx){r, ++r->next_batch, true};
+	for (size_t i = base, j; ok && i < r->n_fifo; i = j) {
+		const struct sealed *s = &r->fifo[i];
+		int64_t epoch;
+
+		j = group_end(r, i);
+		if (!sealable(r, i, &epoch))
+			continue; /* the lease went away meanwhile: batch stays -1, dropped */
+		sodium_bin2hex(hex, sizeof(hex), s->head, 32);
+		arr_add(&vs, "%d", s->vshard);
+		arr_add(&es, "%lld", (long long)epoch);
+		arr_add(&after, "%lld", (long long)s->head_seq);
+		arr_add(&prevs, "%s", hex);
+		arr_add(&lens, "%zu", j - i);
+		ok = link_rows(r, i, j, s->head_seq, s->head, c->batch, &ids, &hashes);
+	}
+	ok = ok && vs.s && !vs.oom && !es.oom && !after.oom && !prevs.oom && !lens.oom;
+	const char *p[8] = {r->owner, vs.s, es.s, after.s, prevs.s, lens.s, ids.s, hashes.s};
+	send_seal(r, c,
+		  "SELECT outbox.events_seal_vshards($1, $2::int[], $3::bigint[], $4::bigint[], "
+		  "$5::text[], $6::int[], $7::bigint[], $8::text[])",
+		  8, p, ok);
+	free(vs.s);
+	free(es.s);
+	free(after.s);
+	free(prevs.s);
+	free(lens.s);
+	free(ids.s);
+	free(hashes.s);
+}
+
 /*
  * A seal read answered: unsealed rows in id order. They are grouped by
- * chain, each group linked after its chain's head and sealed by one
- * statement; the statements share a commit (group commit) while each
- * one's verdict is its own.
+ * chain, each group linked after its chain's head. Two vshard chains or
+ * more are sealed by one statement (seal_vshards); otherwise, or when such
+ * a statement failed last time, each chain by its own, the statements
+ * sharing a commit (group commit) while each one's verdict is its own.
  */
 static void on_unsealed(PGresult *res, void *arg)
 {
 	struct relay *r = arg;
-	size_t base = r->n_fifo, i, j;
+	size_t base = r->n_fifo, i, j, chains = 0, vshard_chains = 0;
 	int n;
 
 	r->reading = false;
@@ -515,14 +646,26 @@ static void on_unsealed(PGresult *res, void *arg)
 		push_unsealed(r, res, k);
 	group_by_chain(r, base);
 	for (i = base; i < r->n_fifo; i = j) {
-		const struct sealed *s = &r->fifo[i];
-		int64_t epoch = 0;
+		int64_t epoch;
 
-		for (j = i + 1; j < r->n_fifo && !strcmp(r->fifo[j].e.chain, s->e.chain); j++)
-			;
-		if (s->vshard == -2 || (s->vshard >= 0 && lease_of(r, s->vshard, &epoch)))
-			continue; /* the lease went away meanwhile: batch stays -1, dropped */
-		seal_chain(r, i, j, s->vshard, epoch, s->head_seq, s->head);
+		j = group_end(r, i);
+		if (sealable(r, i, &epoch)) {
+			chains++;
+			vshard_chains += r->fifo[i].vshard >= 0;
+		}
+	}
+	if (chains >= 2 && vshard_chains == chains && !r->seal_singly) {
+		seal_vshards(r, base);
+	} else {
+		for (i = base; i < r->n_fifo; i = j) {
+			const struct sealed *s = &r->fifo[i];
+			int64_t epoch;
+
+			j = group_end(r, i);
+			if (sealable(r, i, &epoch))
+				seal_chain(r, i, j, s->vshard, epoch, s->head_seq, s->head);
+		}
+		r->seal_singly = false;
 	}
 	drop_batch(r, -1);
 }
@@ -644,6 +787,14 @@ static void read_rows(struct relay *r, int64_t now)
 		r->resending = true;
 		r->resend_after = 0;
 	}
+	/*
+	 * A resend waits for what is in flight, and no seal read runs before
+	 * it: a predecessor may have sealed an op's first events and died before
+	 * producing them; sealing and producing the op's later events first
+	 * would put them ahead of the earlier ones on the topic.
+	 */
+	if (r->resend && !r->resending)
+		return;
 	if (!r->resending && !r->more && !(r->draining && !r->caught_up) && now < r->next_read_ms)
 		return;
 	if (!(vs = malloc(cap)) || !(chains = malloc(cap))) {
@@ -779,6 +930,8 @@ int relay_timeout_ms(const struct relay *r, int64_t now)
 	can_read = (r->n_vshards || r->chain[0]) && r->source[0] && !r->reading && !r->seals_out &&
 		   r->n_fifo < RELAY_FIFO_MAX;
 	resend_due = r->resend && !r->in_flight && !r->n_fifo && !r->marking && !r->n_marks;
+	if (r->resend && !r->resending && !resend_due)
+		can_read = false; /* no read before the resend (read_rows) */
 	if (can_read && (r->more || r->resending || resend_due || (r->draining && !r->caught_up)))
 		return 0;
 	if (can_read && r->next_read_ms - now < t)

@@ -19,7 +19,10 @@
  *   resend   after a start, a lease taken over, a failed delivery or a lost
  *            connection, once nothing is in flight: every sealed row of its
  *            chains not yet published is produced again. At least once:
- *            consumers dedupe by the CloudEvent id.
+ *            consumers dedupe by the CloudEvent id. No seal read runs while
+ *            a resend is due: a predecessor may have sealed an op's first
+ *            events and died before producing them, and the op's later
+ *            events must not reach the topic before them.
  *
  * Dispatch never waits for Kafka: a broker outage only grows the producer's
  * queue (messages never time out, so per-key order survives the outage)

@@ -2455,6 +2455,7 @@ struct hot_ctx {
 	char e[24], es[32]; /* the lease's epoch, and as an array "{e}" */
 	long long n;        /* numbers hashes, sequences and keys */
 	char sig[HOT_SIGNERS][57];
+	unsigned seals; /* relay rounds: odd ones seal with events_seal_vshards */
 };
 
 /* sql with text parameters (NULL: SQL NULL) on the measuring session; must succeed. */
@@ -2530,8 +2531,21 @@ static int hot_relay(struct hot_ctx *h, int lim)
 	snprintf(ids + il, cap - il, "}");
 	snprintf(hashes + hl, cap - hl, "}");
 	PQclear(r);
-	PQclear(hot_run(h, "SELECT outbox.events_seal($1, 0, $2, 'vshard:0', $3, $4, $5, $6)", 6,
-			OWNER, h->e, num_s, prev, ids, hashes));
+	/* the relay's two ways to seal (schema/0025), in turn */
+	if (h->seals++ % 2) {
+		char as[40], ps[80], ls[24];
+
+		snprintf(as, sizeof(as), "{%s}", num_s);
+		snprintf(ps, sizeof(ps), "{%s}", prev);
+		snprintf(ls, sizeof(ls), "{%d}", rows);
+		PQclear(hot_run(
+			h, "SELECT outbox.events_seal_vshards($1, '{0}', $2, $3, $4, $5, $6, $7)",
+			7, OWNER, h->es, as, ps, ls, ids, hashes));
+	} else {
+		PQclear(hot_run(h,
+				"SELECT outbox.events_seal($1, 0, $2, 'vshard:0', $3, $4, $5, $6)",
+				6, OWNER, h->e, num_s, prev, ids, hashes));
+	}
 	r = hot_run(h, "SELECT id FROM outbox.events_unpublished($1, $2, $3)", 3, "{vshard:0}",
 		    after, l);
 	ck_assert_int_eq(PQntuples(r), rows);
@@ -2660,6 +2674,7 @@ static void hot_phase(struct hot_ctx *h, const char *phase, int rounds)
 		"SELECT outbox.lane_merge(",
 		"SELECT id, head_seq, head_hash FROM outbox.events_unsealed(",
 		"SELECT outbox.events_seal(",
+		"SELECT outbox.events_seal_vshards(",
 		"SELECT id FROM outbox.events_unpublished(",
 		"SELECT outbox.events_published(",
 	};

@@ -765,6 +765,136 @@ START_TEST(test_seal_refuses_foreign_events)
 }
 END_TEST
 
+#define ZERO64 "0000000000000000000000000000000000000000000000000000000000000000"
+
+/* A call of events_seal_vshards with made-up hashes (each id's, as seal_sql makes them). */
+static void seal_many_sql(char *out, size_t n, const char *vshards, const char *epochs,
+			  const char *after, const char *prevs, const char *lens, const char *ids)
+{
+	snprintf(out, n,
+		 "SELECT outbox.events_seal_vshards('o/0/1', '%s', '%s', '%s', '%s', '%s', "
+		 "'%s'::bigint[], ARRAY(SELECT lpad(to_hex(x), 64, 'a') FROM "
+		 "unnest('%s'::bigint[]) x))",
+		 vshards, epochs, after, prevs, lens, ids, ids);
+}
+
+/*
+ * outbox.events_seal_vshards (schema/0025) seals several vshard chains in
+ * one statement with events_seal's promise for each: any foreign event,
+ * stale head or lease refuses the whole call and changes nothing; what is
+ * right is linked as events_seal links it (each chain from its head, in the
+ * order given) and moves each head.
+ */
+START_TEST(test_seal_vshards_at_once)
+{
+	struct pgtest_db db;
+	PGconn *c;
+	char a[57], b[57], sql[2048], vs[32], es[64], ids[128], prevs[160], sb[96];
+	int va = -1, vb = -1;
+	long long ea1, ea2, eb1, eb2, evf, epa, epb;
+
+	pgtest_setup(&db, 2);
+	c = pgtest_connect(&db);
+	for (uint32_t i = 1; i < 64 && (va < 0 || vb < 0); i++) {
+		char x[57];
+		int v;
+
+		pgtest_account(i, x);
+		v = (int)scalar(c, "SELECT outbox.vshard_of('%s')", x);
+		if (va < 0) {
+			va = v;
+			memcpy(a, x, sizeof(a));
+		} else if (v != va) {
+			vb = v;
+			memcpy(b, x, sizeof(b));
+		}
+	}
+	ck_assert_int_ge(vb, 0);
+	for (int i = 0; i < 4; i++)
+		scalar(c,
+		       "SELECT id FROM outbox.enqueue('DEPOSIT', 'u', 'r%d', '%s', "
+		       "'{\"account\": \"%s\", \"amount\": \"5\"}', 'NORMAL')",
+		       i, i < 2 ? a : b, i < 2 ? b : a);
+	ea1 = scalar(c,
+		     "SELECT min(e.id) FROM outbox.events e JOIN outbox.ops o ON o.id = e.op_id "
+		     "WHERE o.vshard = %d",
+		     va);
+	ea2 = scalar(c,
+		     "SELECT max(e.id) FROM outbox.events e JOIN outbox.ops o ON o.id = e.op_id "
+		     "WHERE o.vshard = %d",
+		     va);
+	eb1 = scalar(c,
+		     "SELECT min(e.id) FROM outbox.events e JOIN outbox.ops o ON o.id = e.op_id "
+		     "WHERE o.vshard = %d",
+		     vb);
+	eb2 = scalar(c,
+		     "SELECT max(e.id) FROM outbox.events e JOIN outbox.ops o ON o.id = e.op_id "
+		     "WHERE o.vshard = %d",
+		     vb);
+	pgtest_exec(c, "SELECT outbox.fee_event('x', '{\"base_fee\": 100}')");
+	evf = pgtest_scalar(c, "SELECT id FROM outbox.events WHERE chain = 'oracle:x'");
+	epa = scalar(c, "SELECT outbox.lease_acquire('o/0/1', %d, 3600000)", va);
+	epb = scalar(c, "SELECT outbox.lease_acquire('o/0/1', %d, 3600000)", vb);
+	snprintf(vs, sizeof(vs), "{%d,%d}", va, vb);
+	snprintf(es, sizeof(es), "{%lld,%lld}", epa, epb);
+	snprintf(prevs, sizeof(prevs), "{%s,%s}", ZERO64, ZERO64);
+
+	snprintf(ids, sizeof(ids), "{%lld,%lld,%lld}", ea1, eb2, eb1);
+	seal_many_sql(sql, sizeof(sql), vs, es, "{0,0}", prevs, "{2,1}", ids);
+	seal_refused(c, "OB409", sql, "an op event of another vshard");
+	snprintf(ids, sizeof(ids), "{%lld,%lld,%lld}", ea1, evf, eb1);
+	seal_many_sql(sql, sizeof(sql), vs, es, "{0,0}", prevs, "{2,1}", ids);
+	seal_refused(c, "OB409", sql, "an event of no op");
+	snprintf(ids, sizeof(ids), "{%lld,%lld,%lld}", ea1, ea1, eb1);
+	seal_many_sql(sql, sizeof(sql), vs, es, "{0,0}", prevs, "{2,1}", ids);
+	seal_refused(c, "OB409", sql, "an event listed twice");
+	snprintf(ids, sizeof(ids), "{%lld,%lld,%lld}", ea1, ea2, eb1);
+	seal_many_sql(sql, sizeof(sql), vs, es, "{0,3}", prevs, "{2,1}", ids);
+	seal_refused(c, "OB409", sql, "a stale head");
+	snprintf(sb, sizeof(sb), "{%lld,%lld}", epa, epb + 1);
+	seal_many_sql(sql, sizeof(sql), vs, sb, "{0,0}", prevs, "{2,1}", ids);
+	seal_refused(c, "OB403", sql, "a lease that is not held");
+	seal_many_sql(sql, sizeof(sql), vs, es, "{0,0}", prevs, "{1,1}", ids);
+	seal_refused(c, "OB422", sql, "lens that do not add up");
+	snprintf(sb, sizeof(sb), "{%d,%d}", va, va);
+	seal_many_sql(sql, sizeof(sql), sb, es, "{0,0}", prevs, "{2,1}", ids);
+	seal_refused(c, "OB422", sql, "a vshard twice");
+	seal_many_sql(sql, sizeof(sql), vs, es, "{0,0}", "{x,y}", "{2,1}", ids);
+	seal_refused(c, "OB422", sql, "a head that is not hex");
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events "
+					  "WHERE chain_seq IS NOT NULL"),
+			 0);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.chain_heads WHERE seq > 0"),
+			 0);
+
+	/* what is right goes through, linked as events_seal links, once */
+	seal_many_sql(sql, sizeof(sql), vs, es, "{0,0}", prevs, "{2,1}", ids);
+	pgtest_exec(c, sql);
+	seal_refused(c, "OB409", sql, "heads that moved");
+	ck_assert_int_eq(scalar(c,
+				"SELECT count(*) FROM outbox.events e, LATERAL (SELECT "
+				"decode(lpad(to_hex(e.id), 64, 'a'), 'hex') AS h) m WHERE "
+				"(e.id = %lld AND e.chain = 'vshard:%d' AND e.chain_seq = 1 AND "
+				"e.chain_prev = decode('%s', 'hex') AND e.chain_hash = m.h) OR "
+				"(e.id = %lld AND e.chain = 'vshard:%d' AND e.chain_seq = 2 AND "
+				"e.chain_prev = decode(lpad(to_hex(%lld), 64, 'a'), 'hex') AND "
+				"e.chain_hash = m.h) OR "
+				"(e.id = %lld AND e.chain = 'vshard:%d' AND e.chain_seq = 1 AND "
+				"e.chain_prev = decode('%s', 'hex') AND e.chain_hash = m.h)",
+				ea1, va, ZERO64, ea2, va, ea1, eb1, vb, ZERO64),
+			 3);
+	ck_assert_int_eq(scalar(c,
+				"SELECT count(*) FROM outbox.chain_heads WHERE (chain = "
+				"'vshard:%d' AND seq = 2 AND hash = decode(lpad(to_hex(%lld), 64, "
+				"'a'), 'hex')) OR (chain = 'vshard:%d' AND seq = 1 AND hash = "
+				"decode(lpad(to_hex(%lld), 64, 'a'), 'hex'))",
+				va, ea2, vb, eb1),
+			 2);
+	PQfinish(c);
+	pgtest_teardown(&db);
+}
+END_TEST
+
 static Suite *event_relay_suite(void)
 {
 	Suite *s = suite_create("event_relay");
@@ -784,6 +914,7 @@ static Suite *event_relay_suite(void)
 	dh_add_case(s, "failing_reads", test_failing_reads_warn_once, 60);
 	dh_add_case(s, "drain", test_drain_publishes_the_last_writes, 200);
 	dh_add_case(s, "seal_refuses", test_seal_refuses_foreign_events, 300);
+	dh_add_case(s, "seal_vshards_at_once", test_seal_vshards_at_once, 120);
 	dh_add_case(s, "no_stats_block", test_no_stats_block, 120);
 	return s;
 }
