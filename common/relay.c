@@ -26,10 +26,12 @@
 #include <unistd.h>
 
 /*
- * Rows per seal read or resend page. A page is split into one seal statement
- * per chain, and each statement has a fixed cost (the fence, the chain head,
- * its plan): with 64 vshards a page of 500 left ~8 rows per statement, and
- * the relay's backend spent a third more CPU per event than with 2000.
+ * Rows per seal read or resend page. A page was split into one seal
+ * statement per chain, and each statement has a fixed cost (the fence, the
+ * chain head, its plan): with 64 vshards a page of 500 left ~8 rows per
+ * statement, and the relay's backend spent a third more CPU per event than
+ * with 2000. The vshard chains of a page now share one statement
+ * (seal_vshards) unless the last such statement failed.
  */
 #define RELAY_PAGE       2000
 #define RELAY_IDLE_MS    100   /* look for unsealed rows this often when there were none */

@@ -9,7 +9,9 @@
  *
  *   seal     read the unsealed rows of its chains in id order, link them
  *            (hash chain), write the links back (outbox.events_seal: checked
- *            against the chain's head, fenced by the lease for a vshard);
+ *            against the chain's head, fenced by the lease for a vshard;
+ *            outbox.events_seal_vshards for the vshard chains of one read
+ *            at once, chain by chain on the read after one that failed);
  *   produce  the sealed rows in that order through an idempotent producer:
  *            key the op id (or "fee"), value the CloudEvent (structured
  *            mode), headers ce_id, ce_type, ce_subject and content-type. A
