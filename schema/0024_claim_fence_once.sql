@@ -15,7 +15,10 @@
 -- until the transaction ends, so a takeover (which changes the key
 -- columns owner and epoch) waits for the claim to commit, while the
 -- owner's renewal does not. fence_all leaves the per-transaction memo of
--- outbox.fence alone: a claim runs alone in its transaction.
+-- outbox.fence alone: a claim runs alone in its transaction. Measured in
+-- the same phase, alternated with the code before it: the claim's
+-- statement time per op 0.85-0.91 -> 0.60-0.62 ms, fence calls per op 15-16
+-- -> 0.8.
 --
 -- 2. claim's max_priority (0 CRITICAL, 1 NORMAL, 2 LOW; default 2: all, as
 -- before). A worker runs a CRITICAL-only claim when a CRITICAL op's
