@@ -325,6 +325,33 @@ START_TEST(test_fencing)
 }
 END_TEST
 
+/* Whether backend pid waits for a lock, polled for up to ~10 s. */
+static int waits_for_lock(PGconn *o, int pid)
+{
+	for (int i = 0; i < 500; i++) {
+		if (num(o,
+			"SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
+			"AND wait_event_type = 'Lock'",
+			pid))
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* The epoch a lease_acquire sent on b returned. */
+static long long takeover_epoch(PGconn *b)
+{
+	PGresult *r = PQgetResult(b);
+	long long e;
+
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	e = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	PQclear(PQgetResult(b));
+	return e;
+}
+
 /* Run formatted SQL that must fail with SQLSTATE state and a message containing needle. */
 static void fails_naming(PGconn *c, const char *state, const char *needle, const char *fmt, ...)
 {
@@ -384,9 +411,7 @@ START_TEST(test_fence_all_blocks_takeover)
 	PGconn *a = pgtest_connect(&db);
 	PGconn *b = pgtest_connect(&db);
 	PGconn *o = pgtest_connect(&db);
-	PGresult *r;
 	long long e0 = lease(a, OWNER, 0), e1 = lease(a, OWNER, 1);
-	int blocked = 0;
 
 	ok(a,
 	   "UPDATE outbox.shard_leases SET expires_at = now() + interval '1 s' WHERE vshard = 1");
@@ -395,21 +420,10 @@ START_TEST(test_fence_all_blocks_takeover)
 	while (num(o, "SELECT (expires_at > now())::int FROM outbox.shard_leases WHERE vshard = 1"))
 		usleep(50000);
 	ck_assert(PQsendQuery(b, "SELECT outbox.lease_acquire('" PEER "', 1, 10000)"));
-	for (int i = 0; i < 250 && !blocked; i++) {
-		blocked = (int)num(o,
-				   "SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
-				   "AND wait_event_type = 'Lock'",
-				   PQbackendPID(b));
-		if (!blocked)
-			usleep(20000);
-	}
-	ck_assert_msg(blocked, "the takeover did not wait for the fenced claim");
+	ck_assert_msg(waits_for_lock(o, PQbackendPID(b)),
+		      "the takeover did not wait for the fenced claim");
 	ok(a, "COMMIT");
-	r = PQgetResult(b);
-	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
-	ck_assert_int_eq(strtoll(PQgetvalue(r, 0, 0), NULL, 10), e1 + 1);
-	PQclear(r);
-	PQclear(PQgetResult(b));
+	ck_assert_int_eq(takeover_epoch(b), e1 + 1);
 	fails_naming(a, "OB403", "vshard 1 is not leased",
 		     "SELECT * FROM outbox.claim('" OWNER "', '{0,1}', '{%lld,%lld}', 1, 10)", e0,
 		     e1);
@@ -430,9 +444,7 @@ START_TEST(test_fence_blocks_takeover)
 	PGconn *a = pgtest_connect(&db);
 	PGconn *b = pgtest_connect(&db);
 	PGconn *o = pgtest_connect(&db); /* autocommit: fresh activity view per query */
-	PGresult *r;
 	long long e;
-	int blocked = 0;
 
 	enq(a, "u1", "f1", 0, "NORMAL");
 	e = lease(a, OWNER, 0);
@@ -446,21 +458,10 @@ START_TEST(test_fence_blocks_takeover)
 		usleep(50000);
 	/* Expired now, but our fenced transaction still holds the row. */
 	ck_assert(PQsendQuery(b, "SELECT outbox.lease_acquire('" PEER "', 0, 10000)"));
-	for (int i = 0; i < 250 && !blocked; i++) {
-		blocked = (int)num(o,
-				   "SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
-				   "AND wait_event_type = 'Lock'",
-				   PQbackendPID(b));
-		if (!blocked)
-			usleep(20000);
-	}
-	ck_assert_msg(blocked, "the takeover did not wait for the fenced transaction");
+	ck_assert_msg(waits_for_lock(o, PQbackendPID(b)),
+		      "the takeover did not wait for the fenced transaction");
 	ok(a, "COMMIT");
-	r = PQgetResult(b);
-	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
-	ck_assert_int_eq(strtoll(PQgetvalue(r, 0, 0), NULL, 10), e + 1);
-	PQclear(r);
-	PQclear(PQgetResult(b));
+	ck_assert_int_eq(takeover_epoch(b), e + 1);
 	fails(a, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10)", e);
 	PQfinish(o);
 	PQfinish(b);
@@ -2059,20 +2060,6 @@ START_TEST(test_reconcile_and_lookup)
 END_TEST
 
 /* ---- 0016: the fence's memo, attempts' identity ---- */
-
-/* Whether backend pid waits for a lock, polled for up to ~10 s. */
-static int waits_for_lock(PGconn *o, int pid)
-{
-	for (int i = 0; i < 500; i++) {
-		if (num(o,
-			"SELECT count(*) FROM pg_stat_activity WHERE pid = %d "
-			"AND wait_event_type = 'Lock'",
-			pid))
-			return 1;
-		usleep(20000);
-	}
-	return 0;
-}
 
 /*
  * The fence probes the lease once per transaction (schema/0016): a second

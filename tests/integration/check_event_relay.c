@@ -626,6 +626,27 @@ static long long scalar(PGconn *c, const char *fmt, ...)
 	return pgtest_scalar(c, sql);
 }
 
+/* Two signers a and b whose vshards va and vb differ. */
+static void two_vshards(PGconn *c, char a[57], int *va, char b[57], int *vb)
+{
+	*va = *vb = -1;
+	for (uint32_t i = 1; i < 64 && *vb < 0; i++) {
+		char x[57];
+		int v;
+
+		pgtest_account(i, x);
+		v = (int)scalar(c, "SELECT outbox.vshard_of('%s')", x);
+		if (*va < 0) {
+			*va = v;
+			memcpy(a, x, 57);
+		} else if (v != *va) {
+			*vb = v;
+			memcpy(b, x, 57);
+		}
+	}
+	ck_assert_int_ge(*vb, 0);
+}
+
 /*
  * outbox.events_seal (schema/0019) links only unsealed events of the chain
  * it is asked to extend: an op event of another vshard, an event of no op
@@ -647,22 +668,7 @@ START_TEST(test_seal_refuses_foreign_events)
 
 	pgtest_setup(&db, 2);
 	c = pgtest_connect(&db);
-	/* two signers on different vshards */
-	for (uint32_t i = 1; i < 64 && (va < 0 || vb < 0); i++) {
-		char x[57];
-		int v;
-
-		pgtest_account(i, x);
-		v = (int)scalar(c, "SELECT outbox.vshard_of('%s')", x);
-		if (va < 0) {
-			va = v;
-			memcpy(a, x, sizeof(a));
-		} else if (v != va) {
-			vb = v;
-			memcpy(b, x, sizeof(b));
-		}
-	}
-	ck_assert_int_ge(vb, 0);
+	two_vshards(c, a, &va, b, &vb);
 	opa = scalar(c,
 		     "SELECT id FROM outbox.enqueue('DEPOSIT', 'ua', 'ra', '%s', "
 		     "'{\"account\": \"%s\", \"amount\": \"5\"}', 'NORMAL')",
@@ -795,21 +801,7 @@ START_TEST(test_seal_vshards_at_once)
 
 	pgtest_setup(&db, 2);
 	c = pgtest_connect(&db);
-	for (uint32_t i = 1; i < 64 && (va < 0 || vb < 0); i++) {
-		char x[57];
-		int v;
-
-		pgtest_account(i, x);
-		v = (int)scalar(c, "SELECT outbox.vshard_of('%s')", x);
-		if (va < 0) {
-			va = v;
-			memcpy(a, x, sizeof(a));
-		} else if (v != va) {
-			vb = v;
-			memcpy(b, x, sizeof(b));
-		}
-	}
-	ck_assert_int_ge(vb, 0);
+	two_vshards(c, a, &va, b, &vb);
 	for (int i = 0; i < 4; i++)
 		scalar(c,
 		       "SELECT id FROM outbox.enqueue('DEPOSIT', 'u', 'r%d', '%s', "
