@@ -470,10 +470,13 @@ static void on_sealed(PGresult *res, void *arg)
 		/* unknown (lost connection): it may have committed, so produce again later */
 		if (!res)
 			r->resend = true;
-		else if (c->many)
-			r->seal_singly = true; /* one chain may be at fault: isolate it */
 		else if (strcmp(pgq_sqlstate(res), "OB403"))
-			log_warn("relay: events_seal: %s", PQresultErrorMessage(res));
+			log_msg(c->many ? LOG_LVL_INFO : LOG_LVL_WARN, "relay: %s: %s",
+				c->many ? "events_seal_vshards (the next read seals chain by chain)"
+					: "events_seal",
+				PQresultErrorMessage(res));
+		if (res && c->many)
+			r->seal_singly = true; /* one chain may be at fault: isolate it */
 		drop_batch(r, c->batch);
 		free(c);
 		return;
