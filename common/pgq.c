@@ -20,7 +20,9 @@ struct pgq_cmd {
 	struct pgq_cmd *next;
 	pgq_cb cb;
 	void *arg;
-	bool batch; /* may share a transaction (pgq_send_batch) */
+	bool batch;                    /* may share a transaction (pgq_send_batch) */
+	const struct pgq_merge *merge; /* may become part of one set statement */
+	int stmt;                      /* in a batch on the wire: its statement's result */
 	int n;
 	char *params[PGQ_MAX_PARAMS];
 	char sql[]; /* followed by the parameter strings */
@@ -156,65 +158,133 @@ static void drop_connection(struct pgq *q, const char *why)
 		q->on_connect(false, q->arg);
 }
 
+/* Append n bytes of piece to *buf, growing it; false when out of memory. */
+static bool append(char **buf, size_t *len, size_t *cap, const char *piece, size_t n)
+{
+	if (*len + n + 3 > *cap) {
+		size_t ncap = (*cap + n + 3) * 2;
+		char *nb = realloc(*buf, ncap);
+
+		if (!nb)
+			return false;
+		*buf = nb;
+		*cap = ncap;
+	}
+	memcpy(*buf + *len, piece, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+	return true;
+}
+
+/* Append a parameter as an escaped literal (NULL as NULL); false on failure. */
+static bool append_literal(PGconn *conn, const char *v, char **buf, size_t *len, size_t *cap)
+{
+	char *esc;
+	bool ok;
+
+	if (!v)
+		return append(buf, len, cap, "NULL", 4);
+	esc = PQescapeLiteral(conn, v, strlen(v));
+	if (!esc)
+		return false;
+	ok = append(buf, len, cap, esc, strlen(esc));
+	PQfreemem(esc);
+	return ok;
+}
+
 /* Append c's statement with its parameters as escaped literals; false on failure. */
 static bool append_inlined(PGconn *conn, const struct pgq_cmd *c, char **buf, size_t *len,
 			   size_t *cap)
 {
 	for (const char *p = c->sql; *p;) {
-		const char *piece = p, *lit = NULL;
-		char *esc = NULL;
-		size_t n = 1;
-
 		if (p[0] == '$' && p[1] >= '1' && p[1] <= '9') {
 			char *end;
 			long k = strtol(p + 1, &end, 10);
 
-			if (k < 1 || k > c->n)
+			if (k < 1 || k > c->n ||
+			    !append_literal(conn, c->params[k - 1], buf, len, cap))
 				return false;
-			esc = c->params[k - 1] ? PQescapeLiteral(conn, c->params[k - 1],
-								 strlen(c->params[k - 1]))
-					       : NULL;
-			if (c->params[k - 1] && !esc)
-				return false;
-			lit = esc ? esc : "NULL";
-			piece = lit;
-			n = strlen(lit);
 			p = end;
 		} else {
-			p++;
-		}
-		if (*len + n + 3 > *cap) {
-			size_t ncap = (*cap + n + 3) * 2;
-			char *nb = realloc(*buf, ncap);
-			if (!nb) {
-				PQfreemem(esc);
+			const char *next = p + strcspn(p + 1, "$") + 1;
+
+			if (!append(buf, len, cap, p, (size_t)(next - p)))
 				return false;
-			}
-			*buf = nb;
-			*cap = ncap;
+			p = next;
 		}
-		memcpy(*buf + *len, piece, n);
-		*len += n;
-		PQfreemem(esc);
 	}
-	memcpy(*buf + *len, ";\n", 3); /* with the NUL */
-	*len += 2;
-	return true;
+	return append(buf, len, cap, ";\n", 2);
 }
 
-/* The first n batchable commands as one multi-statement string, or NULL. */
-static char *batch_sql(struct pgq *q, int n)
+/*
+ * Append the run of m commands from c, which share a merge descriptor, as
+ * its one set statement: the k-th array holds the k-th parameter of each.
+ */
+static bool append_merged(PGconn *conn, const struct pgq_cmd *c, int m, char **buf, size_t *len,
+			  size_t *cap)
+{
+	const struct pgq_merge *mg = c->merge;
+
+	if (!append(buf, len, cap, "SELECT ", 7) ||
+	    !append(buf, len, cap, mg->fn, strlen(mg->fn)) || !append(buf, len, cap, "(", 1))
+		return false;
+	for (int k = 0; k < c->n; k++) {
+		const struct pgq_cmd *x = c;
+
+		if (!append(buf, len, cap, k ? ", ARRAY[" : "ARRAY[", k ? 8 : 6))
+			return false;
+		for (int i = 0; i < m; i++, x = x->next)
+			if ((i && !append(buf, len, cap, ",", 1)) ||
+			    !append_literal(conn, x->params[k], buf, len, cap))
+				return false;
+		if (!append(buf, len, cap, "]::", 3) ||
+		    !append(buf, len, cap, mg->types[k], strlen(mg->types[k])))
+			return false;
+	}
+	return append(buf, len, cap, ");\n", 3);
+}
+
+/* How many commands from c share its merge descriptor (1 when it has none). */
+static int merge_run(const struct pgq_cmd *c, int left)
+{
+	int m = 1;
+
+	if (!c->merge)
+		return 1;
+	for (const struct pgq_cmd *x = c->next; x && m < left; x = x->next, m++)
+		if (x->merge != c->merge || x->n != c->n)
+			break;
+	return m;
+}
+
+/*
+ * The first n batchable commands as one multi-statement string, or NULL;
+ * each command learns which statement's result is its own, *stmts how many
+ * statements there are.
+ */
+static char *batch_sql(struct pgq *q, int n, int *stmts)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
 	struct pgq_cmd *c = q->head;
+	int s = 0;
 
-	for (int i = 0; buf && i < n; i++, c = c->next) {
-		if (!append_inlined(q->conn, c, &buf, &len, &cap)) {
+	for (int i = 0; buf && i < n; s++) {
+		int m = merge_run(c, n - i);
+		bool ok = m > 1 ? append_merged(q->conn, c, m, &buf, &len, &cap)
+				: append_inlined(q->conn, c, &buf, &len, &cap);
+
+		if (!ok) {
 			free(buf);
 			return NULL;
 		}
+		if (m > 1)
+			q->merged += (uint64_t)m;
+		for (int k = 0; k < m; k++, c = c->next)
+			c->stmt = s;
+		i += m;
 	}
+	*stmts = s;
 	return buf;
 }
 
@@ -223,19 +293,21 @@ static void kick(struct pgq *q)
 {
 	struct pgq_cmd *c = q->head;
 	char *sql = NULL;
-	int n = 0, ok;
+	int n = 0, stmts = 1, ok;
 
 	if (!pgq_connected(q) || !c || q->n_sent)
 		return;
 	for (struct pgq_cmd *x = c; x && x->batch && n < PGQ_BATCH_MAX; x = x->next)
 		n++;
-	if (n >= 2 && (sql = batch_sql(q, n))) {
+	if (n >= 2 && (sql = batch_sql(q, n, &stmts))) {
 		ok = PQsendQuery(q->conn, sql);
 		free(sql);
 		q->batches++;
 		q->batched += (uint64_t)n;
 	} else {
 		n = 1;
+		stmts = 1;
+		c->stmt = 0;
 		ok = PQsendQueryParams(q->conn, c->sql, c->n, NULL, (const char *const *)c->params,
 				       NULL, NULL, 0);
 	}
@@ -244,11 +316,12 @@ static void kick(struct pgq *q)
 		return;
 	}
 	q->n_sent = n;
+	q->n_stmts = stmts;
 	set_events(q, PQflush(q->conn) == 1 ? EPOLLIN | EPOLLOUT : EPOLLIN);
 }
 
-static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char *const *params,
-		   pgq_cb cb, void *arg)
+static int enqueue(struct pgq *q, bool batch, const struct pgq_merge *merge, const char *sql, int n,
+		   const char *const *params, pgq_cb cb, void *arg)
 {
 	size_t len = strlen(sql) + 1, off;
 	struct pgq_cmd *c;
@@ -266,6 +339,8 @@ static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char
 	c->cb = cb;
 	c->arg = arg;
 	c->batch = batch;
+	c->merge = merge;
+	c->stmt = 0;
 	c->n = n;
 	off = strlen(sql) + 1;
 	memcpy(c->sql, sql, off);
@@ -291,13 +366,24 @@ static int enqueue(struct pgq *q, bool batch, const char *sql, int n, const char
 
 int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb, void *arg)
 {
-	return enqueue(q, false, sql, n, params, cb, arg);
+	return enqueue(q, false, NULL, sql, n, params, cb, arg);
 }
 
 int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
 		   void *arg)
 {
-	return enqueue(q, true, sql, n, params, cb, arg);
+	return enqueue(q, true, NULL, sql, n, params, cb, arg);
+}
+
+int pgq_send_merge(struct pgq *q, const struct pgq_merge *m, const char *sql, int n,
+		   const char *const *params, pgq_cb cb, void *arg)
+{
+	if (!m || !m->fn)
+		return -EINVAL;
+	for (int k = 0; k < n && k < PGQ_MAX_PARAMS; k++)
+		if (!m->types[k])
+			return -EINVAL;
+	return enqueue(q, true, m, sql, n, params, cb, arg);
 }
 
 static void deliver_notifies(struct pgq *q)
@@ -314,22 +400,25 @@ static void deliver_notifies(struct pgq *q)
 /*
  * The command(s) on the wire completed (PQgetResult said NULL, so the
  * implicit transaction has ended). A single command gets its last result.
- * A batch delivers one result per command only if every statement
- * succeeded; otherwise nothing of it committed and each command goes again
- * alone, in the same order, at the head of the queue.
+ * A batch delivers one result per command (its statement's: merged
+ * commands share one) only if every statement succeeded; otherwise nothing
+ * of it committed and each command goes again alone, in the same order, at
+ * the head of the queue.
  */
 static void finish(struct pgq *q)
 {
 	int n = q->n_sent;
-	bool all_ok = q->n_res == n;
+	bool all_ok = q->n_res == q->n_stmts;
 
 	q->n_sent = 0;
-	for (int i = 0; all_ok && i < n; i++)
+	for (int i = 0; all_ok && i < q->n_res; i++)
 		all_ok = pgq_ok(q->res[i]);
 	if (n > 1 && !all_ok) {
 		struct pgq_cmd *c = q->head;
-		for (int i = 0; i < n; i++, c = c->next)
+		for (int i = 0; i < n; i++, c = c->next) {
 			c->batch = false;
+			c->merge = NULL;
+		}
 		q->batch_retries++;
 		clear_results(q);
 		return;
@@ -348,7 +437,7 @@ static void finish(struct pgq *q)
 	q->n_res = 0;
 	for (int i = 0; i < n; i++) {
 		/* a single command gets its last result (NULL never: libpq sent one) */
-		PGresult *r = n > 1 ? held[i] : n_res ? held[n_res - 1] : NULL;
+		PGresult *r = n > 1 ? held[done[i]->stmt] : n_res ? held[n_res - 1] : NULL;
 
 		done[i]->cb(r, done[i]->arg);
 		free(done[i]);

@@ -34,6 +34,17 @@
  * No batching happens on an idle connection (nothing waits to join), so it
  * adds no latency.
  *
+ * Merging: consecutive commands of a batch sent with pgq_send_merge and the
+ * same struct pgq_merge go out as ONE statement, SELECT fn(ARRAY[...]::t1,
+ * ARRAY[...]::t2, ...), whose k-th array holds each command's k-th
+ * parameter in queue order. fn's promise: the effect of the commands' own
+ * statements run in that order, or an error and nothing written (then, as
+ * for any failed batch, every command goes again alone with its own
+ * statement and gets its own verdict). One statement instead of many is
+ * what a set-based function saves: the per-statement work of every nested
+ * statement. Each merged command's callback gets the merged statement's
+ * result, so merge only statements whose callers just check pgq_ok.
+ *
  * Registration: pgq_fd() is added to the owner's epoll set with the tag the
  * owner chooses; pgq_events() says which events to wait for (EPOLLOUT only
  * while output is unflushed) and pgq_on_ready() handles them.
@@ -66,10 +77,12 @@ struct pgq {
 	uint32_t registered_events;
 	struct pgq_cmd *head, *tail; /* the first n_sent are on the wire */
 	int n_sent;
+	int n_stmts;                  /* statements on the wire (merged commands share one) */
 	int n_res;                    /* results of the batch read so far */
 	PGresult *res[PGQ_BATCH_MAX]; /* held until the batch completes */
 	size_t queued;
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
+	uint64_t merged;                          /* commands that went out merged */
 	uint32_t failures;     /* since the last successful connect: the episode's */
 	int64_t down_since_ms; /* monotonic: when the episode began */
 	char last_why[160];    /* the episode's last failure, logged once */
@@ -108,6 +121,19 @@ int pgq_send(struct pgq *q, const char *sql, int n, const char *const *params, p
  */
 int pgq_send_batch(struct pgq *q, const char *sql, int n, const char *const *params, pgq_cb cb,
 		   void *arg);
+
+/* How a command's set form is built (see "Merging"). */
+struct pgq_merge {
+	const char *fn;                    /* the set function, e.g. "outbox.ops_landed" */
+	const char *types[PGQ_MAX_PARAMS]; /* each parameter's array type, e.g. "integer[]" */
+};
+
+/*
+ * pgq_send_batch for a command that m can merge with its neighbours. 0,
+ * -EINVAL (m incomplete for n parameters), -ENOTCONN or -ENOMEM.
+ */
+int pgq_send_merge(struct pgq *q, const struct pgq_merge *m, const char *sql, int n,
+		   const char *const *params, pgq_cb cb, void *arg);
 
 /* Epoll said our socket is ready. */
 void pgq_on_ready(struct pgq *q, uint32_t events);

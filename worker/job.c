@@ -101,11 +101,13 @@ bool job_gone(struct job *j)
 	return false;
 }
 
-int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb)
+static int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int n,
+			 const char *const *params, pgq_cb cb)
 {
 	struct worker *w = j->w;
 	char vs[16], es[24];
 	const char *p[PGQ_MAX_PARAMS];
+	struct pgq *q;
 	int rc;
 
 	if (n + 3 > PGQ_MAX_PARAMS)
@@ -117,12 +119,17 @@ int job_sql(struct job *j, const char *sql, int n, const char *const *params, pg
 	p[2] = es;
 	for (int i = 0; i < n; i++)
 		p[3 + i] = params[i];
-	rc = pgq_send_batch(j->prio == OP_PRIO_CRITICAL ? &w->pg[WORKER_PG_EXPRESS]
-							: worker_pg(w, j->vshard),
-			    sql, n + 3, p, cb, j);
+	q = j->prio == OP_PRIO_CRITICAL ? &w->pg[WORKER_PG_EXPRESS] : worker_pg(w, j->vshard);
+	rc = m ? pgq_send_merge(q, m, sql, n + 3, p, cb, j)
+	       : pgq_send_batch(q, sql, n + 3, p, cb, j);
 	if (rc == 0)
 		j->busy = true;
 	return rc;
+}
+
+int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb)
+{
+	return job_sql_merge(j, NULL, sql, n, params, cb);
 }
 
 static void on_finished(PGresult *res, void *arg)
@@ -138,12 +145,18 @@ static void on_finished(PGresult *res, void *arg)
 	job_end(j);
 }
 
-/* The op's final write; the job ends when it commits. */
-static void finish(struct job *j, const char *sql, int n, const char *const *p)
+/* The op's final write (m: its set form, or NULL); the job ends when it commits. */
+static void finish_merge(struct job *j, const struct pgq_merge *m, const char *sql, int n,
+			 const char *const *p)
 {
 	j->st = J_FINISHING;
-	if (job_sql(j, sql, n, p, on_finished))
+	if (job_sql_merge(j, m, sql, n, p, on_finished))
 		leases_resync(j->w, j->vshard, "postgresql unavailable");
+}
+
+static void finish(struct job *j, const char *sql, int n, const char *const *p)
+{
+	finish_merge(j, NULL, sql, n, p);
 }
 
 /* outbox_ops_total{kind, priority, outcome} (labels of an unknown kind are dropped) */
@@ -220,6 +233,17 @@ void job_retry(struct job *j, int64_t delay_ms, const char *error, bool count)
 }
 
 /*
+ * op_landed's set form (schema/0026_land_ops_at_once.sql): a ledger lands
+ * many ops at once, and their op_landed commands queued behind each other
+ * go out as one ops_landed statement, or alone if it refuses.
+ */
+static const struct pgq_merge landed_merge = {
+	.fn = "outbox.ops_landed",
+	.types = {"text[]", "integer[]", "bigint[]", "bigint[]", "text[]", "integer[]", "bigint[]",
+		  "text[]", "text[]", "integer[]", "text[]"},
+};
+
+/*
  * One of its envelopes is in a ledger: the sequence number is consumed
  * whatever the result. A failure the classifier calls retryable (simulate
  * again, restore) sends the op back to PENDING for a new transaction with
@@ -259,10 +283,10 @@ void job_settle(struct job *j, const char *code, bool retryable)
 		log_info("op %lld: tx %.12s failed on chain: %s%s", (long long)j->op_id, l->hash,
 			 code, p[6] ? " (retryable: a new transaction follows)" : "");
 	}
-	finish(j,
-	       "SELECT outbox.op_landed($1, $2::int, $3::bigint, $4::bigint, $5, $6::int, "
-	       "$7::bigint, $8, $9, $10::int, $11)",
-	       8, p);
+	finish_merge(j, &landed_merge,
+		     "SELECT outbox.op_landed($1, $2::int, $3::bigint, $4::bigint, $5, $6::int, "
+		     "$7::bigint, $8, $9, $10::int, $11)",
+		     8, p);
 }
 
 void job_hold(struct job *j, const char *reason, const char *detail_json)

@@ -1788,6 +1788,224 @@ START_TEST(test_landed_retryable_and_via)
 END_TEST
 
 /*
+ * ops_landed (0026) against op_landed one by one. Six landings of every
+ * kind (confirmed, failed, failed and retried, landed by the second of two
+ * fee bumps, with a via, two ops of one signer whose lane also holds a
+ * pending op), in an order that is not the ops' ids: the rows they leave
+ * (ops, attempts, events in id order, lanes, the NOTIFYs) are the same
+ * either way. Timestamps are compared as "now()" or not, since the two
+ * runs are two transactions.
+ */
+struct landing {
+	long long op, h;
+	const char *code, *err, *delay, *via; /* SQL literals */
+};
+
+static const char *const land_dump_sql =
+	"SELECT (SELECT string_agg(concat_ws('|', id, status, tx_hash, confirmed_at = now(), "
+	"CASE WHEN next_attempt_at < now() THEN next_attempt_at::text "
+	"ELSE round(extract(epoch FROM next_attempt_at - now()), 1)::text END, last_error, "
+	"claimed_epoch, event_seq, updated_at = now()), ';' ORDER BY id) FROM outbox.ops) "
+	"|| '#' || (SELECT string_agg(concat_ws('|', id, outcome, result_code, landed_ledger, "
+	"decided_at = now()), ';' ORDER BY id) FROM outbox.attempts) "
+	"|| '#' || (SELECT string_agg(concat_ws('|', op_id, seq, type, from_status, to_status, "
+	"body::text, at = now()), ';' ORDER BY id) FROM outbox.events) "
+	"|| '#' || (SELECT string_agg(concat_ws('|', signer, in_flight, pending_best, "
+	"CASE WHEN next_due < now() THEN next_due::text ELSE round(extract(epoch FROM next_due - "
+	"now()), 1)::text END, gen), "
+	"';' ORDER BY signer) FROM outbox.lanes)";
+
+static void land_dump(PGconn *c, char *out, size_t n)
+{
+	text(c, out, n, "%s", land_dump_sql);
+}
+
+/* Two dumps are equal; where they are not, the message shows where. */
+static void land_same(const char *got, const char *want)
+{
+	size_t i = 0;
+
+	while (got[i] && got[i] == want[i])
+		i++;
+	ck_assert_msg(got[i] == want[i], "differ at %zu: got ...%.160s... want ...%.160s...", i,
+		      got + (i > 60 ? i - 60 : 0), want + (i > 60 ? i - 60 : 0));
+}
+
+/* The NOTIFYs received so far, as ",channel:payload,...,". */
+static void land_notifies(PGconn *c, char *out, size_t n)
+{
+	PGnotify *nf;
+	size_t len = (size_t)snprintf(out, n, ",");
+
+	PQconsumeInput(c);
+	while ((nf = PQnotifies(c))) {
+		if (len < n)
+			len += (size_t)snprintf(out + len, n - len, "%s:%s,", nf->relname,
+						nf->extra);
+		PQfreemem(nf);
+	}
+}
+
+/*
+ * ops_landed's call for landings l[0..n-1]; head is its first three
+ * arguments (owners, vshards, epochs) as SQL.
+ */
+static void land_all_sql(char *sql, size_t cap, const char *head, const struct landing *l, int n)
+{
+	size_t len = (size_t)snprintf(sql, cap, "SELECT outbox.ops_landed(%s", head);
+
+	for (int k = 0; k < 8; k++) {
+		len += (size_t)snprintf(sql + len, cap - len, ", ARRAY[");
+		for (int i = 0; i < n; i++) {
+			const char *sep = i ? "," : "";
+			const char *v[8] = {NULL,      NULL,     "5",        "100",
+					    l[i].code, l[i].err, l[i].delay, l[i].via};
+
+			if (k == 0)
+				len += (size_t)snprintf(sql + len, cap - len, "%s%lld", sep,
+							l[i].op);
+			else if (k == 1)
+				len += (size_t)snprintf(sql + len, cap - len, "%s'%064llx'", sep,
+							l[i].h);
+			else
+				len += (size_t)snprintf(sql + len, cap - len, "%s%s", sep, v[k]);
+		}
+		len += (size_t)snprintf(sql + len, cap - len, "]::%s",
+					k == 0 || k == 3   ? "bigint[]"
+					: k == 2 || k == 6 ? "integer[]"
+							   : "text[]");
+	}
+	ck_assert_uint_lt(len + 2, cap);
+	snprintf(sql + len, cap - len, ")");
+}
+
+static void land_head(char *head, size_t cap, long long e, int n)
+{
+	snprintf(head, cap,
+		 "array_fill('" OWNER "'::text, ARRAY[%d]), array_fill(0, ARRAY[%d]), "
+		 "array_fill(%lld::bigint, ARRAY[%d])",
+		 n, n, e, n);
+}
+
+START_TEST(test_ops_landed_at_once)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[8];
+	long long a = enq(c, "u1", "a", 0, "NORMAL"), b = enq(c, "u2", "b", 0, "LOW");
+	long long cc = enq(c, "u3", "c", 1, "NORMAL"), d = enq(c, "u4", "d", 2, "CRITICAL");
+	long long f = enq(c, "u5", "f", 3, "NORMAL"), g = enq(c, "u6", "g", 4, "NORMAL");
+	char one[8192], all[8192], got[4096], want[256], sql[4096], head[512];
+
+	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 6);
+	record(c, e, a, 1, 0, 0xa1, 0xa1, 0);
+	record(c, e, b, 1, 0, 0xb1, 0xb1, 0);
+	record(c, e, cc, 1, 0, 0xc1, 0xc1, 1);
+	record(c, e, d, 1, 0, 0xd1, 0xd1, 2);
+	record(c, e, f, 1, 0, 0xf0, 0xf0, 3);
+	record(c, e, f, 1, 1, 0xf1, 0xf0, 3);
+	record(c, e, f, 1, 2, 0xf2, 0xf0, 3);
+	record(c, e, g, 1, 0, 0x91, 0x91, 4);
+	enq(c, "u7", "pending", 0, "CRITICAL"); /* signer 0's lane has a pending op */
+
+	const struct landing l[6] = {
+		{d, 0xd1, "'TX_FAILED'", "'failed on chain: TX_FAILED'", "1000", "NULL"},
+		{a, 0xa1, "NULL", "NULL", "NULL", "NULL"},
+		{f, 0xf2, "NULL", "NULL", "NULL", "NULL"},
+		{cc, 0xc1, "'TX_BAD_AUTH'", "'failed on chain: TX_BAD_AUTH'", "NULL", "NULL"},
+		{g, 0x91, "NULL", "NULL", "NULL", "repeat('f', 64)"},
+		{b, 0xb1, "NULL", "NULL", "NULL", "NULL"},
+	};
+
+	/* one by one, then at once, each rolled back: the same rows */
+	ok(c, "BEGIN");
+	for (int i = 0; i < 6; i++)
+		ok(c,
+		   "SELECT outbox.op_landed('" OWNER "', 0, %lld, %lld, '%064llx', 5, 100, %s, %s, "
+		   "%s, %s)",
+		   e, l[i].op, l[i].h, l[i].code, l[i].err, l[i].delay, l[i].via);
+	land_dump(c, one, sizeof(one));
+	ok(c, "ROLLBACK");
+	land_head(head, sizeof(head), e, 6);
+	land_all_sql(sql, sizeof(sql), head, l, 6);
+	ok(c, "BEGIN");
+	ok(c, "%s", sql);
+	land_dump(c, all, sizeof(all));
+	ok(c, "ROLLBACK");
+	land_same(all, one);
+	ck_assert_ptr_nonnull(strstr(one, "RETRY_SCHEDULED"));
+	ck_assert_ptr_nonnull(strstr(one, "SUPERSEDED"));
+
+	/* committed: a terminal op's NOTIFY each, none for the retry (not due yet) */
+	pgtest_exec(c, "LISTEN outbox_done");
+	pgtest_exec(c, "LISTEN outbox_wake");
+	ok(c, "%s", sql);
+	land_notifies(c, got, sizeof(got));
+	for (int i = 1; i < 6; i++) {
+		snprintf(want, sizeof(want), ",outbox_done:%lld,", l[i].op);
+		ck_assert_msg(strstr(got, want), "%s not in %s", want, got);
+	}
+	snprintf(want, sizeof(want), ":%lld,", d);
+	ck_assert_msg(!strstr(got, want), "a NOTIFY for the retried op: %s", got);
+	status_is(c, d, "PENDING");
+	status_is(c, f, "CONFIRMED");
+	events_gap_free(c);
+
+	/* every refusal writes nothing; the op then lands alone */
+	long long h = enq(c, "u8", "h", 5, "NORMAL"), k = enq(c, "u9", "k", 6, "NORMAL");
+	struct landing m[2] = {{h, 0xe1, "NULL", "NULL", "NULL", "NULL"},
+			       {k, 0xe2, "NULL", "NULL", "NULL", "NULL"}};
+
+	/* and signer 0's pending op, its lane free again */
+	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 3);
+	record(c, e, h, 1, 0, 0xe1, 0xe1, 5);
+	record(c, e, k, 1, 0, 0xe2, 0xe2, 6);
+	land_dump(c, one, sizeof(one));
+	fails(c, "OB409", "%s", sql); /* a replay: op_landed's is a no-op, the set's a refusal */
+	land_head(head, sizeof(head), e, 2);
+	m[1].op = h;
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB422", "%s", sql); /* one op twice */
+	m[1].op = k;
+	m[1].h = 0xa1;
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB409", "%s", sql); /* not an attempt of that op */
+	m[1].h = 0xe2;
+	m[1].code = "E'bad\\ncode'";
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB422", "%s", sql); /* a malformed result code */
+	m[1].code = "'TX_FAILED'";
+	m[1].delay = "-1";
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB422", "%s", sql); /* a delay out of range */
+	m[1].code = m[1].delay = "NULL";
+	land_head(head, sizeof(head), e + 1, 2);
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB403", "%s", sql); /* an epoch not held */
+	snprintf(head, sizeof(head),
+		 "ARRAY['" OWNER "', '" OWNER "'], ARRAY[0, 1], ARRAY[%lld, %lld]::bigint[]", e, e);
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB403", "%s", sql); /* a vshard not leased */
+	snprintf(head, sizeof(head),
+		 "ARRAY['" OWNER "', 'inst/1/1'], ARRAY[0, 0], ARRAY[%lld, %lld]::bigint[]", e, e);
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB422", "%s", sql); /* two owners */
+	land_head(head, sizeof(head), e, 3);
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	fails(c, "OB422", "%s", sql); /* arrays of different lengths */
+	land_dump(c, all, sizeof(all));
+	land_same(all, one);
+	land_head(head, sizeof(head), e, 2);
+	land_all_sql(sql, sizeof(sql), head, m, 2);
+	ok(c, "%s", sql);
+	status_is(c, h, "CONFIRMED");
+	status_is(c, k, "CONFIRMED");
+	ck_assert_int_eq(lane(c, 5, "in_flight"), 0);
+	events_gap_free(c);
+	PQfinish(c);
+}
+END_TEST
+
+/*
  * Held: consumed with no answer that can show the outcome. Its attempts are
  * LANDED, its lane is free, an admin retry is refused (it ran), an operator
  * resolves it; a later answer resolves it by itself.
@@ -2554,12 +2772,12 @@ static int hot_relay(struct hot_ctx *h, int lim)
  */
 static void hot_round(struct hot_ctx *h)
 {
-	char id[5][24], sg[5][57], an[5][16], pay[128], h0[65], h1[65], h2[65], sq0[24], sq2[24],
-		proof[128], look[220];
+	char id[7][24], sg[7][57], an[7][16], pay[128], h0[65], h1[65], h2[65], h5[65], h6[65],
+		sq0[24], sq2[24], sq5[24], sq6[24], proof[128], look[220], ids[64], hs[160];
 	PGresult *r;
 
 	snprintf(pay, sizeof(pay), "{\"account\": \"%s\", \"amount\": \"5\"}", acc[7]);
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < 7; k++) {
 		char user[16], brid[24];
 
 		snprintf(user, sizeof(user), "hot%d", k);
@@ -2568,10 +2786,10 @@ static void hot_round(struct hot_ctx *h)
 			h, "SELECT * FROM outbox.enqueue('DEPOSIT', $1, $2, $3, $4, 'CRITICAL')", 4,
 			user, brid, h->sig[k], pay));
 	}
-	r = hot_run(h, "SELECT op_id, signer, attempts FROM outbox.claim($1, $2, $3, 1, 5)", 3,
+	r = hot_run(h, "SELECT op_id, signer, attempts FROM outbox.claim($1, $2, $3, 1, 7)", 3,
 		    OWNER, "{0}", h->es);
-	ck_assert_int_eq(PQntuples(r), 5);
-	for (int k = 0; k < 5; k++) {
+	ck_assert_int_eq(PQntuples(r), 7);
+	for (int k = 0; k < 7; k++) {
 		snprintf(id[k], sizeof(id[k]), "%s", PQgetvalue(r, k, 0));
 		snprintf(sg[k], sizeof(sg[k]), "%s", PQgetvalue(r, k, 1));
 		snprintf(an[k], sizeof(an[k]), "%d", atoi(PQgetvalue(r, k, 2)) + 1);
@@ -2611,6 +2829,19 @@ static void hot_round(struct hot_ctx *h)
 			id[3]));
 	PQclear(hot_run(h, "SELECT outbox.claim_release($1, 0, $2, $3, 1)", 3, OWNER, h->e, sg[4]));
 
+	/* ops 5 and 6 land in one ledger: one ops_landed for both (0026) */
+	hot_hash(h, h5);
+	hot_hash(h, h6);
+	hot_submit(h, id[5], an[5], h5, sg[5], sq5);
+	hot_submit(h, id[6], an[6], h6, sg[6], sq6);
+	snprintf(ids, sizeof(ids), "{%s,%s}", id[5], id[6]);
+	snprintf(hs, sizeof(hs), "{%s,%s}", h5, h6);
+	PQclear(hot_run(h,
+			"SELECT outbox.ops_landed(ARRAY[$1, $1], '{0,0}', ARRAY[$2, $2]::bigint[], "
+			"$3::bigint[], $4::text[], '{77,77}', '{150,150}', '{NULL,NULL}', "
+			"'{NULL,NULL}', '{NULL,NULL}', '{NULL,NULL}')",
+			4, OWNER, h->e, ids, hs));
+
 	/* the oracle's follower, the worker's recovery and lease, the lanes */
 	snprintf(look, sizeof(look), "{%s,%s,%064d}", h1, h2, 9);
 	r = hot_run(h, "SELECT op_id FROM outbox.attempt_lookup($1)", 1, look);
@@ -2649,6 +2880,7 @@ static void hot_phase(struct hot_ctx *h, const char *phase, int rounds)
 		"SELECT outbox.attempt_record(",
 		"SELECT r AS bump FROM outbox.attempt_record(",
 		"SELECT outbox.op_landed(",
+		"SELECT outbox.ops_landed(",
 		"SELECT outbox.attempt_landed(",
 		"SELECT outbox.attempt_decide(",
 		"SELECT outbox.op_retry_later(",
@@ -2858,6 +3090,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_enqueue_lane_race);
 	tcase_add_test(t, test_reconcile_and_lookup);
 	tcase_add_test(t, test_landed_retryable_and_via);
+	tcase_add_test(t, test_ops_landed_at_once);
 	tcase_add_test(t, test_hold_and_resolve);
 	tcase_add_test(t, test_late_landings_raise_the_alarm);
 	tcase_add_test(t, test_sequence_alarm_acknowledged);

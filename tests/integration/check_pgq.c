@@ -6,7 +6,9 @@
  * batch rolls back and every command is re-sent alone, so each callback
  * sees only its own verdict), a callback that sends while a batch is being
  * delivered (the rest of the batch is never sent twice), no batching on an
- * idle connection; and a connect to a server that never answers does not
+ * idle connection; merged commands (pgq_send_merge) go out as one call of
+ * their set form with every value intact and in order, a failing one is
+ * re-sent command by command, and only neighbours merge; and a connect to a server that never answers does not
  * block the event loop and gives up at the deadline; an outage is logged
  * once per episode (a warning when it begins, a line when it ends), and a
  * task due meanwhile waits for the next connect try (pgq_due_wait_ms); what
@@ -19,6 +21,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -262,6 +265,136 @@ START_TEST(test_idle_connection_sends_alone)
 END_TEST
 
 /*
+ * Merging: the set form of "INSERT INTO t VALUES ($1, $2)". It counts its
+ * calls in t_calls, so a test sees how many statements the commands became.
+ */
+static const struct pgq_merge insert_merge = {.fn = "t_insert_all",
+					      .types = {"integer[]", "text[]"}};
+
+static void create_set_form(void)
+{
+	pgtest_exec(c, "CREATE TABLE t_calls (n int)");
+	/* unnest WITH ORDINALITY adds a column: t gets it as a third */
+	pgtest_exec(c, "ALTER TABLE t ADD COLUMN o bigint");
+	pgtest_exec(c, "CREATE FUNCTION t_insert_all(ks int[], vs text[]) RETURNS void "
+		       "LANGUAGE sql AS $$ INSERT INTO t_calls VALUES (cardinality(ks)); "
+		       "INSERT INTO t SELECT * FROM unnest(ks, vs) WITH ORDINALITY u (k, v, o) "
+		       "ORDER BY o $$");
+}
+
+static int insert_merged(int key, const char *v, struct call *k)
+{
+	char ks[16];
+	const char *p[2] = {ks, v};
+
+	snprintf(ks, sizeof(ks), "%d", key);
+	pending++;
+	return pgq_send_merge(&q, &insert_merge, "INSERT INTO t VALUES ($1::int, $2)", 2, p,
+			      on_result, k);
+}
+
+START_TEST(test_merged_commands_are_one_statement)
+{
+	static const char *vals[6] = {"plain", "it's", "a\\b", "'; DROP TABLE t; --", "E'x'", NULL};
+	struct call sleep = {0}, k[6];
+
+	memset(k, 0, sizeof(k));
+	create_set_form();
+	busy_wire(&sleep);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(insert_merged(i + 1, vals[i], &k[i]), 0);
+	run(5000);
+	ck_assert_uint_eq(q.batches, 1);
+	ck_assert_uint_eq(q.merged, 6);
+	ck_assert_uint_eq(q.batch_retries, 0);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_int_eq(k[i].done, 1);
+		ck_assert_int_eq(k[i].st, PGRES_TUPLES_OK);
+	}
+	/* one call of the set form, every value as sent, in queue order */
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t_calls"), 1);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT n FROM t_calls"), 6);
+	for (int i = 0; i < 6; i++) {
+		char sql[96];
+		PGresult *r;
+
+		snprintf(sql, sizeof(sql), "SELECT v, o FROM t WHERE k = %d", i + 1);
+		r = PQexec(c, sql);
+		ck_assert_int_eq(PQntuples(r), 1);
+		if (vals[i])
+			ck_assert_str_eq(PQgetvalue(r, 0, 0), vals[i]);
+		else
+			ck_assert(PQgetisnull(r, 0, 0));
+		ck_assert_int_eq(atoi(PQgetvalue(r, 0, 1)), i + 1);
+		PQclear(r);
+	}
+}
+END_TEST
+
+START_TEST(test_merged_failure_resends_each_alone)
+{
+	struct call sleep = {0}, k[5];
+
+	memset(k, 0, sizeof(k));
+	create_set_form();
+	pgtest_exec(c, "INSERT INTO t VALUES (3, 'already here')");
+	busy_wire(&sleep);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(insert_merged(i + 1, "new", &k[i]), 0);
+	run(5000);
+	ck_assert_uint_eq(q.batch_retries, 1);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(k[i].done, 1);
+		ck_assert_int_eq(k[i].st, i == 2 ? PGRES_FATAL_ERROR : PGRES_COMMAND_OK);
+		if (i == 2)
+			ck_assert_str_eq(k[i].sqlstate, "23505");
+	}
+	/* the set form's call rolled back; each went alone with its own statement */
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t_calls"), 0);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE v = 'new'"), 4);
+	ck_assert_int_eq(
+		pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t WHERE v = 'new'"), 4);
+}
+END_TEST
+
+/* Only neighbours merge: a plain command between two runs splits them. */
+START_TEST(test_merge_runs_split_by_other_commands)
+{
+	struct call sleep = {0}, k[5];
+
+	memset(k, 0, sizeof(k));
+	create_set_form();
+	busy_wire(&sleep);
+	ck_assert_int_eq(insert_merged(1, "a", &k[0]), 0);
+	ck_assert_int_eq(insert_merged(2, "b", &k[1]), 0);
+	ck_assert_int_eq(insert(3, "plain", &k[2]), 0);
+	ck_assert_int_eq(insert_merged(4, "c", &k[3]), 0);
+	ck_assert_int_eq(insert_merged(5, "d", &k[4]), 0);
+	run(5000);
+	ck_assert_uint_eq(q.batches, 1);
+	ck_assert_uint_eq(q.merged, 4);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(k[i].done, 1);
+		ck_assert_int_eq(k[i].st,
+				 PGRES_TUPLES_OK); /* two SELECTs and an INSERT RETURNING */
+	}
+	ck_assert_str_eq(k[2].value, "3:plain");
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t_calls WHERE n = 2"), 2);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t"), 5);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t"), 1);
+	/* a descriptor without a type for a parameter is refused */
+	{
+		static const struct pgq_merge half = {.fn = "t_insert_all", .types = {"integer[]"}};
+		const char *p[2] = {"9", "x"};
+
+		ck_assert_int_eq(pgq_send_merge(&q, &half, "INSERT INTO t VALUES ($1::int, $2)", 2,
+						p, on_result, &k[0]),
+				 -EINVAL);
+	}
+}
+END_TEST
+
+/*
  * A server that accepts TCP but never answers (a listening socket nobody
  * accepts from): connecting never blocks the loop, gives up at
  * PGQ_CONNECT_TIMEOUT_MS with on_connect(false), and sends fail fast.
@@ -473,6 +606,9 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_failing_statement_resends_each_alone);
 	tcase_add_test(tc, test_send_from_callback_never_resends_the_batch);
 	tcase_add_test(tc, test_idle_connection_sends_alone);
+	tcase_add_test(tc, test_merged_commands_are_one_statement);
+	tcase_add_test(tc, test_merged_failure_resends_each_alone);
+	tcase_add_test(tc, test_merge_runs_split_by_other_commands);
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	tcase_add_test(tc, test_outage_logs_once_per_episode);
 	tcase_add_test(tc, test_release_is_no_warning);
