@@ -74,6 +74,19 @@ static void on_recorded(PGresult *res, void *arg)
 	follow_start(j, true);
 }
 
+/*
+ * attempt_record's set form (schema/0026_job_writes_at_once.sql): the
+ * write-ahead rows of jobs that queue behind each other go out as one
+ * attempts_record statement, or alone if it refuses (a fee bump, an op
+ * cancelled under the claim, a refusal).
+ */
+static const struct pgq_merge record_merge = {
+	.fn = "outbox.attempts_record",
+	.types = {"text[]", "integer[]", "bigint[]", "bigint[]", "integer[]", "integer[]", "text[]",
+		  "text[]", "text[]", "text[]", "bigint[]", "bigint[]", "bigint[]", "integer[]",
+		  "integer[]"},
+};
+
 static void record(struct job *j)
 {
 	struct worker *w = j->w;
@@ -105,7 +118,8 @@ static void record(struct job *j)
 	p[10] = j->tx.max_ledger ? ml : NULL;
 	p[11] = j->tx.sent_after ? sa : NULL;
 	j->st = J_RECORDING;
-	if (job_sql(j,
+	if (job_sql_merge(
+		    j, &record_merge,
 		    "SELECT outbox.attempt_record($1, $2::int, $3::bigint, $4::bigint, $5::int, "
 		    "$6::int, $7, $8, $9, $10, $11::bigint, $12::bigint, $13::bigint, $14::int, "
 		    "$15::int)",

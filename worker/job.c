@@ -101,8 +101,8 @@ bool job_gone(struct job *j)
 	return false;
 }
 
-static int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int n,
-			 const char *const *params, pgq_cb cb)
+int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int n,
+		  const char *const *params, pgq_cb cb)
 {
 	struct worker *w = j->w;
 	char vs[16], es[24];
@@ -233,7 +233,7 @@ void job_retry(struct job *j, int64_t delay_ms, const char *error, bool count)
 }
 
 /*
- * op_landed's set form (schema/0026_land_ops_at_once.sql): a ledger lands
+ * op_landed's set form (schema/0026_job_writes_at_once.sql): a ledger lands
  * many ops at once, and their op_landed commands queued behind each other
  * go out as one ops_landed statement, or alone if it refuses.
  */

@@ -326,6 +326,12 @@ static inline void job_due(struct job *j, int64_t at)
  * connection (WORKER_PG_CONNS).
  */
 int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb);
+/*
+ * job_sql for a statement with a set form m (pgq_send_merge): queued
+ * behind others of its kind, they go out as one statement.
+ */
+int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int n,
+		  const char *const *params, pgq_cb cb);
 void jobs_tick(struct worker *w, int64_t now);
 /* The op's final writes; each ends the job when it commits. */
 void job_defer(struct job *j, int64_t delay_ms);

@@ -1803,15 +1803,18 @@ struct landing {
 
 static const char *const land_dump_sql =
 	"SELECT (SELECT string_agg(concat_ws('|', id, status, tx_hash, confirmed_at = now(), "
-	"CASE WHEN next_attempt_at < now() THEN next_attempt_at::text "
+	"CASE WHEN next_attempt_at < now() OR NOT isfinite(next_attempt_at) "
+	"THEN next_attempt_at::text "
 	"ELSE round(extract(epoch FROM next_attempt_at - now()), 1)::text END, last_error, "
 	"claimed_epoch, event_seq, updated_at = now()), ';' ORDER BY id) FROM outbox.ops) "
-	"|| '#' || (SELECT string_agg(concat_ws('|', id, outcome, result_code, landed_ledger, "
+	"|| '#' || (SELECT string_agg(concat_ws('|', op_id, attempt_no, bump_no, tx_hash, "
+	"source_sequence, fee, max_ledger, sent_after_ledger, outcome, result_code, landed_ledger, "
 	"decided_at = now()), ';' ORDER BY id) FROM outbox.attempts) "
 	"|| '#' || (SELECT string_agg(concat_ws('|', op_id, seq, type, from_status, to_status, "
 	"body::text, at = now()), ';' ORDER BY id) FROM outbox.events) "
 	"|| '#' || (SELECT string_agg(concat_ws('|', signer, in_flight, pending_best, "
-	"CASE WHEN next_due < now() THEN next_due::text ELSE round(extract(epoch FROM next_due - "
+	"CASE WHEN next_due < now() OR NOT isfinite(next_due) THEN next_due::text ELSE "
+	"round(extract(epoch FROM next_due - "
 	"now()), 1)::text END, gen), "
 	"';' ORDER BY signer) FROM outbox.lanes)";
 
@@ -2000,6 +2003,193 @@ START_TEST(test_ops_landed_at_once)
 	status_is(c, h, "CONFIRMED");
 	status_is(c, k, "CONFIRMED");
 	ck_assert_int_eq(lane(c, 5, "in_flight"), 0);
+	events_gap_free(c);
+	PQfinish(c);
+}
+END_TEST
+
+/*
+ * attempts_record (0026) against attempt_record one by one: new
+ * transactions for ops of three signers (two of one signer, one of them a
+ * second attempt after an expired first), with and without max_ledger and
+ * sent_after_ledger, in an order that is not the ops' ids: the same rows.
+ * Every case it does not take raises and writes nothing.
+ */
+struct rec {
+	long long op, h;
+	int attempt, signer;
+	long long seq;
+	const char *ml, *sa; /* SQL literals */
+};
+
+static void rec_all_sql(char *sql, size_t cap, const char *head, const struct rec *r, int n,
+			int bump)
+{
+	size_t len = (size_t)snprintf(sql, cap, "SELECT outbox.attempts_record(%s", head);
+	static const char *const type[12] = {"bigint[]", "integer[]", "integer[]", "text[]",
+					     "text[]",   "text[]",    "text[]",    "bigint[]",
+					     "bigint[]", "bigint[]",  "integer[]", "integer[]"};
+
+	for (int k = 0; k < 12; k++) {
+		len += (size_t)snprintf(sql + len, cap - len, ", ARRAY[");
+		for (int i = 0; i < n; i++) {
+			const char *sep = i ? "," : "";
+
+			switch (k) {
+			case 0:
+				len += (size_t)snprintf(sql + len, cap - len, "%s%lld", sep,
+							r[i].op);
+				break;
+			case 1:
+				len += (size_t)snprintf(sql + len, cap - len, "%s%d", sep,
+							r[i].attempt);
+				break;
+			case 2:
+				len += (size_t)snprintf(sql + len, cap - len, "%s%d", sep, bump);
+				break;
+			case 3:
+			case 4:
+				len += (size_t)snprintf(sql + len, cap - len, "%s'%064llx'", sep,
+							r[i].h);
+				break;
+			case 5:
+				len += (size_t)snprintf(sql + len, cap - len, "%s'" ENV "'", sep);
+				break;
+			case 6:
+				len += (size_t)snprintf(sql + len, cap - len, "%s'%s'", sep,
+							acc[r[i].signer]);
+				break;
+			case 7:
+				len += (size_t)snprintf(sql + len, cap - len, "%s%lld", sep,
+							r[i].seq);
+				break;
+			case 8:
+				len += (size_t)snprintf(sql + len, cap - len, "%s2000000000", sep);
+				break;
+			case 9:
+				len += (size_t)snprintf(sql + len, cap - len, "%s%d", sep, 100 + i);
+				break;
+			default:
+				len += (size_t)snprintf(sql + len, cap - len, "%s%s", sep,
+							k == 10 ? r[i].ml : r[i].sa);
+			}
+		}
+		len += (size_t)snprintf(sql + len, cap - len, "]::%s", type[k]);
+	}
+	ck_assert_uint_lt(len + 2, cap);
+	snprintf(sql + len, cap - len, ")");
+}
+
+START_TEST(test_attempts_record_at_once)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[8];
+	long long a = enq(c, "u1", "a", 0, "NORMAL"), b = enq(c, "u2", "b", 0, "LOW");
+	long long d = enq(c, "u3", "d", 2, "CRITICAL");
+	char one[8192], all[8192], sql[6144], head[512], st[32];
+
+	/* a's first attempt expired: its next is attempt 2 */
+	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 3);
+	record(c, e, a, 1, 0, 0xa1, 0xa1, 0);
+	expire(c, e, 0xa1, a, 1);
+	ok(c, "SELECT outbox.op_retry_later('" OWNER "', 0, %lld, %lld, 0, 'expired', false)", e,
+	   a);
+	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 1);
+
+	const struct rec r[3] = {
+		{d, 0xd1, 1, 2, seq_of(d, 1), "NULL", "NULL"},
+		{a, 0xa2, 2, 0, seq_of(a, 2), "77", "70"},
+		{b, 0xb1, 1, 0, seq_of(b, 1), "NULL", "71"},
+	};
+
+	ok(c, "BEGIN");
+	for (int i = 0; i < 3; i++) {
+		text(c, st, sizeof(st),
+		     "SELECT outbox.attempt_record('" OWNER "', 0, %lld, %lld, %d, 0, '%064llx', "
+		     "'%064llx', '" ENV "', '%s', %lld, 2000000000, %d, %s, %s)",
+		     e, r[i].op, r[i].attempt, r[i].h, r[i].h, acc[r[i].signer], r[i].seq, 100 + i,
+		     r[i].ml, r[i].sa);
+		ck_assert_str_eq(st, "RECORDED");
+	}
+	land_dump(c, one, sizeof(one));
+	ok(c, "ROLLBACK");
+	land_head(head, sizeof(head), e, 3);
+	rec_all_sql(sql, sizeof(sql), head, r, 3, 0);
+	ok(c, "BEGIN");
+	text(c, st, sizeof(st), "%s", sql);
+	ck_assert_str_eq(st, "RECORDED");
+	land_dump(c, all, sizeof(all));
+	ok(c, "ROLLBACK");
+	land_same(all, one);
+	/* the envelope and bounds as given, compared apart from the dump */
+	ok(c, "%s", sql);
+	ck_assert_int_eq(
+		num(c,
+		    "SELECT count(*) FROM outbox.attempts WHERE envelope_xdr = '" ENV
+		    "' AND max_time = 2000000000 AND inner_tx_hash = tx_hash "
+		    "AND source_sequence = %lld AND max_ledger = 77 AND sent_after_ledger = "
+		    "70 AND fee = 101 AND attempt_no = 2 AND op_id = %lld",
+		    seq_of(a, 2), a),
+		1);
+	events_are(
+		c, a,
+		"ENQUEUED:>PENDING,SUBMITTED:PENDING>SUBMITTED,RETRY_SCHEDULED:SUBMITTED>PENDING,"
+		"SUBMITTED:PENDING>SUBMITTED");
+	events_gap_free(c);
+
+	/* what it does not take: each raises, nothing written */
+	long long f = enq(c, "u4", "f", 3, "NORMAL"), g = enq(c, "u5", "g", 4, "NORMAL");
+	long long x = enq(c, "u6", "x", 5, "NORMAL");
+	long long p1 = enq(c, "u9", "p1", 1, "NORMAL"), p2 = enq(c, "u9", "p2", 1, "NORMAL");
+	struct rec m[2] = {{f, 0xf1, 1, 3, seq_of(f, 1), "NULL", "NULL"},
+			   {g, 0x91, 1, 4, seq_of(g, 1), "NULL", "NULL"}};
+
+	ck_assert_int_eq(claim(c, e, 3, 8, ids, 8), 5);
+	record(c, e, p1, 1, 0, 0xe0, 0xe0, 1); /* binds signer 1's sequence seq_of(p1, 1) */
+	ok(c, "SELECT outbox.admin_cancel(%lld, 'ops')", x);
+	land_dump(c, one, sizeof(one));
+	land_head(head, sizeof(head), e, 2);
+	rec_all_sql(sql, sizeof(sql), head, r, 2, 0);
+	fails(c, "OB409", "%s", sql); /* already SUBMITTED */
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 1);
+	fails(c, "OB422", "%s", sql); /* fee bumps */
+	m[1].op = f;
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 0);
+	fails(c, "OB422", "%s", sql); /* one op twice */
+	m[1].op = x;
+	m[1].signer = 5;
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 0);
+	fails(c, "OB409", "%s", sql); /* cancelled under the claim: GONE alone */
+	m[1].op = g;
+	m[1].signer = 3;
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 0);
+	fails(c, "OB409", "%s", sql); /* not the op's signer */
+	m[1] = (struct rec){p2, 0xe1, 1, 1, seq_of(p1, 1), "NULL", "NULL"};
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 0);
+	fails(c, "OB409", "%s", sql); /* a sequence number a live transaction holds */
+	m[1] = (struct rec){g, 0x91, 0, 4, seq_of(g, 1), "NULL", "NULL"};
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 0);
+	fails(c, "OB409", "%s", sql); /* attempt_no not above the op's attempts */
+	m[1].attempt = 1;
+	land_head(head, sizeof(head), e + 1, 2);
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 0);
+	fails(c, "OB403", "%s", sql); /* an epoch not held */
+	land_dump(c, all, sizeof(all));
+	land_same(all, one);
+	land_head(head, sizeof(head), e, 2);
+	rec_all_sql(sql, sizeof(sql), head, m, 2, 0);
+	ok(c, "%s", sql);
+	status_is(c, f, "SUBMITTED");
+	status_is(c, g, "SUBMITTED");
+	/* two transactions of one batch with one sequence number: the index refuses */
+	long long y = enq(c, "u7", "y", 6, "NORMAL"), z = enq(c, "u8", "z", 6, "LOW");
+	struct rec w[2] = {{y, 0x71, 1, 6, 4242, "NULL", "NULL"},
+			   {z, 0x72, 1, 6, 4242, "NULL", "NULL"}};
+
+	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 2);
+	rec_all_sql(sql, sizeof(sql), head, w, 2, 0);
+	fails(c, "23505", "%s", sql);
+	status_is(c, y, "PENDING");
 	events_gap_free(c);
 	PQfinish(c);
 }
@@ -2773,7 +2963,8 @@ static int hot_relay(struct hot_ctx *h, int lim)
 static void hot_round(struct hot_ctx *h)
 {
 	char id[7][24], sg[7][57], an[7][16], pay[128], h0[65], h1[65], h2[65], h5[65], h6[65],
-		sq0[24], sq2[24], sq5[24], sq6[24], proof[128], look[220], ids[64], hs[160];
+		sq0[24], sq2[24], sq5[24], sq6[24], proof[128], look[220], ids[64], hs[160],
+		ans[40], sgs[128], sqs[64];
 	PGresult *r;
 
 	snprintf(pay, sizeof(pay), "{\"account\": \"%s\", \"amount\": \"5\"}", acc[7]);
@@ -2829,13 +3020,25 @@ static void hot_round(struct hot_ctx *h)
 			id[3]));
 	PQclear(hot_run(h, "SELECT outbox.claim_release($1, 0, $2, $3, 1)", 3, OWNER, h->e, sg[4]));
 
-	/* ops 5 and 6 land in one ledger: one ops_landed for both (0026) */
+	/* ops 5 and 6: recorded in one statement, land in one ledger (0026) */
 	hot_hash(h, h5);
 	hot_hash(h, h6);
-	hot_submit(h, id[5], an[5], h5, sg[5], sq5);
-	hot_submit(h, id[6], an[6], h6, sg[6], sq6);
+	snprintf(sq5, sizeof(sq5), "%lld", 1000000000000LL + ++h->n);
+	snprintf(sq6, sizeof(sq6), "%lld", 1000000000000LL + ++h->n);
 	snprintf(ids, sizeof(ids), "{%s,%s}", id[5], id[6]);
 	snprintf(hs, sizeof(hs), "{%s,%s}", h5, h6);
+	snprintf(ans, sizeof(ans), "{%s,%s}", an[5], an[6]);
+	snprintf(sgs, sizeof(sgs), "{%s,%s}", sg[5], sg[6]);
+	snprintf(sqs, sizeof(sqs), "{%s,%s}", sq5, sq6);
+	r = hot_run(
+		h,
+		"SELECT outbox.attempts_record(ARRAY[$1, $1], '{0,0}', ARRAY[$2, $2]::bigint[], "
+		"$3::bigint[], $4::integer[], '{0,0}', $5::text[], $5::text[], '{AAAA,AAAA}', "
+		"$6::text[], $7::bigint[], '{2000000000,2000000000}', '{100,100}', "
+		"'{NULL,NULL}', '{NULL,NULL}')",
+		7, OWNER, h->e, ids, ans, hs, sgs, sqs);
+	ck_assert_str_eq(PQgetvalue(r, 0, 0), "RECORDED");
+	PQclear(r);
 	PQclear(hot_run(h,
 			"SELECT outbox.ops_landed(ARRAY[$1, $1], '{0,0}', ARRAY[$2, $2]::bigint[], "
 			"$3::bigint[], $4::text[], '{77,77}', '{150,150}', '{NULL,NULL}', "
@@ -2881,6 +3084,7 @@ static void hot_phase(struct hot_ctx *h, const char *phase, int rounds)
 		"SELECT r AS bump FROM outbox.attempt_record(",
 		"SELECT outbox.op_landed(",
 		"SELECT outbox.ops_landed(",
+		"SELECT outbox.attempts_record(",
 		"SELECT outbox.attempt_landed(",
 		"SELECT outbox.attempt_decide(",
 		"SELECT outbox.op_retry_later(",
@@ -3091,6 +3295,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_reconcile_and_lookup);
 	tcase_add_test(t, test_landed_retryable_and_via);
 	tcase_add_test(t, test_ops_landed_at_once);
+	tcase_add_test(t, test_attempts_record_at_once);
 	tcase_add_test(t, test_hold_and_resolve);
 	tcase_add_test(t, test_late_landings_raise_the_alarm);
 	tcase_add_test(t, test_sequence_alarm_acknowledged);

@@ -148,3 +148,107 @@ BEGIN
 	WHERE l.signer = s.signer;
 END
 $$;
+
+-- outbox.attempts_record: attempt_record's arrays, the same way. It takes
+-- only the common case, a new inner transaction (bump_no 0) for an op that
+-- is PENDING in its vshard, signed by the op's signer, numbered above its
+-- attempts, with no LIVE attempt and a sequence number no other live
+-- transaction holds, each op once; it returns RECORDED, what attempt_record
+-- returns for each of them. Anything else (a fee bump, an op cancelled or
+-- HELD under the claim: GONE, a refusal) raises, and the calls go one by
+-- one. Two transactions of the batch with one sequence number break
+-- attempts_account_sequence, which raises too.
+CREATE FUNCTION outbox.attempts_record(owners text[], vshards integer[], epochs bigint[],
+	op_ids bigint[], attempt_nos integer[], bump_nos integer[], tx_hashes text[],
+	inner_tx_hashes text[], envelopes_xdr text[], source_accounts text[],
+	source_sequences bigint[], max_times bigint[], fees bigint[], max_ledgers integer[],
+	sent_after_ledgers integer[])
+RETURNS text LANGUAGE plpgsql
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+	n integer := cardinality(op_ids);
+	vs integer[];
+	es bigint[];
+	got integer;
+BEGIN
+	IF n IS NULL OR n NOT BETWEEN 1 AND 1000
+			OR cardinality(owners) IS DISTINCT FROM n OR cardinality(vshards) IS DISTINCT FROM n
+			OR cardinality(epochs) IS DISTINCT FROM n
+			OR cardinality(attempt_nos) IS DISTINCT FROM n
+			OR cardinality(bump_nos) IS DISTINCT FROM n
+			OR cardinality(tx_hashes) IS DISTINCT FROM n
+			OR cardinality(inner_tx_hashes) IS DISTINCT FROM n
+			OR cardinality(envelopes_xdr) IS DISTINCT FROM n
+			OR cardinality(source_accounts) IS DISTINCT FROM n
+			OR cardinality(source_sequences) IS DISTINCT FROM n
+			OR cardinality(max_times) IS DISTINCT FROM n
+			OR cardinality(fees) IS DISTINCT FROM n
+			OR cardinality(max_ledgers) IS DISTINCT FROM n
+			OR cardinality(sent_after_ledgers) IS DISTINCT FROM n THEN
+		PERFORM outbox.invalid_input('op_ids', NULL,
+			'and every other array must have one length 1..1000');
+	END IF;
+	IF EXISTS (SELECT 1 FROM unnest(owners) o WHERE o IS DISTINCT FROM owners[1]) THEN
+		PERFORM outbox.invalid_input('owners', NULL, 'must all be the same worker');
+	END IF;
+	IF EXISTS (SELECT 1 FROM unnest(op_ids) i GROUP BY i HAVING i IS NULL OR count(*) > 1) THEN
+		PERFORM outbox.invalid_input('op_ids', NULL, 'must be distinct');
+	END IF;
+	IF EXISTS (SELECT 1 FROM unnest(bump_nos, attempt_nos) u (b, a)
+			WHERE b IS DISTINCT FROM 0 OR a IS NULL) THEN
+		PERFORM outbox.invalid_input('bump_nos', NULL,
+			'must all be 0 (new transactions), each with its attempt_no; '
+			|| 'record fee bumps one by one');
+	END IF;
+	SELECT array_agg(d.v ORDER BY d.v, d.e), array_agg(d.e ORDER BY d.v, d.e) INTO vs, es
+	FROM (SELECT DISTINCT u.v, u.e FROM unnest(vshards, epochs) u (v, e)) d;
+	PERFORM outbox.fence_all(owners[1], vs, es);
+
+	PERFORM 1 FROM outbox.ops o WHERE o.id = ANY (op_ids) ORDER BY o.id FOR NO KEY UPDATE;
+	-- One probe by key per op and per check (scalar subqueries are never
+	-- turned into joins): what attempt_record checks before its INSERT.
+	SELECT count(*) INTO got
+	FROM unnest(op_ids, vshards, attempt_nos, source_accounts, source_sequences)
+		u (id, v, a, acct, sq)
+	WHERE (SELECT o.vshard = u.v AND o.status = 'PENDING' AND o.signer = u.acct
+				AND u.a > o.attempts
+			FROM outbox.ops o WHERE o.id = u.id)
+		AND NOT EXISTS (SELECT 1 FROM outbox.attempts a
+			WHERE a.op_id = u.id AND a.outcome = 'LIVE')
+		AND NOT EXISTS (SELECT 1 FROM outbox.attempts a
+			WHERE a.source_account = u.acct AND a.source_sequence = u.sq AND a.bump_no = 0
+				AND a.outcome NOT IN ('EXPIRED', 'REJECTED'));
+	IF got <> n THEN
+		RAISE EXCEPTION 'attempts_record: % of % ops cannot take a new transaction as given; '
+			'record them one by one', n - got, n
+			USING ERRCODE = 'OB409', COLUMN = 'op_ids';
+	END IF;
+
+	INSERT INTO outbox.attempts (op_id, attempt_no, bump_no, tx_hash, inner_tx_hash,
+		envelope_xdr, source_account, source_sequence, max_time, fee, max_ledger,
+		sent_after_ledger)
+	SELECT u.id, u.a, 0, u.h, u.ih, u.env, u.acct, u.sq, u.mt, u.fee, u.ml, u.sa
+	FROM unnest(op_ids, attempt_nos, tx_hashes, inner_tx_hashes, envelopes_xdr,
+		source_accounts, source_sequences, max_times, fees, max_ledgers, sent_after_ledgers)
+		WITH ORDINALITY u (id, a, h, ih, env, acct, sq, mt, fee, ml, sa, k)
+	ORDER BY u.k;
+	WITH u AS (
+		SELECT * FROM unnest(op_ids, attempt_nos, tx_hashes, source_sequences, max_times, fees,
+			max_ledgers) WITH ORDINALITY x (id, a, h, sq, mt, fee, ml, k)),
+	o AS (
+		UPDATE outbox.ops o SET status = 'SUBMITTED', attempts = u.a, tx_hash = u.h,
+			claimed_epoch = NULL, updated_at = now(), event_seq = o.event_seq + 1
+		FROM u
+		WHERE o.id = u.id
+		RETURNING o.id, o.event_seq, u.a, u.h, u.sq, u.mt, u.fee, u.ml, u.k)
+	INSERT INTO outbox.events (op_id, seq, type, from_status, to_status, body)
+	SELECT o.id, o.event_seq, 'SUBMITTED', 'PENDING', 'SUBMITTED',
+		jsonb_strip_nulls(jsonb_build_object('attempt_no', o.a, 'tx_hash', o.h, 'fee', o.fee,
+			'source_sequence', o.sq, 'max_time', o.mt, 'max_ledger', o.ml))
+	FROM o ORDER BY o.k;
+	RETURN 'RECORDED';
+END
+$$;
