@@ -260,15 +260,16 @@ static int merge_run(const struct pgq_cmd *c, int left)
 /*
  * The first n batchable commands as one multi-statement string, or NULL;
  * each command learns which statement's result is its own, *stmts how many
- * statements there are.
+ * statements there are, *merged how many commands went into set forms.
  */
-static char *batch_sql(struct pgq *q, int n, int *stmts)
+static char *batch_sql(struct pgq *q, int n, int *stmts, int *merged)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
 	struct pgq_cmd *c = q->head;
 	int s = 0;
 
+	*merged = 0;
 	for (int i = 0; buf && i < n; s++) {
 		int m = merge_run(c, n - i);
 		bool ok = m > 1 ? append_merged(q->conn, c, m, &buf, &len, &cap)
@@ -279,7 +280,7 @@ static char *batch_sql(struct pgq *q, int n, int *stmts)
 			return NULL;
 		}
 		if (m > 1)
-			q->merged += (uint64_t)m;
+			*merged += m;
 		for (int k = 0; k < m; k++, c = c->next)
 			c->stmt = s;
 		i += m;
@@ -293,17 +294,18 @@ static void kick(struct pgq *q)
 {
 	struct pgq_cmd *c = q->head;
 	char *sql = NULL;
-	int n = 0, stmts = 1, ok;
+	int n = 0, stmts = 1, merged = 0, ok;
 
 	if (!pgq_connected(q) || !c || q->n_sent)
 		return;
 	for (struct pgq_cmd *x = c; x && x->batch && n < PGQ_BATCH_MAX; x = x->next)
 		n++;
-	if (n >= 2 && (sql = batch_sql(q, n, &stmts))) {
+	if (n >= 2 && (sql = batch_sql(q, n, &stmts, &merged))) {
 		ok = PQsendQuery(q->conn, sql);
 		free(sql);
 		q->batches++;
 		q->batched += (uint64_t)n;
+		q->merged += (uint64_t)merged;
 	} else {
 		n = 1;
 		stmts = 1;

@@ -43,7 +43,9 @@
  * statement and gets its own verdict). One statement instead of many is
  * what a set-based function saves: the per-statement work of every nested
  * statement. Each merged command's callback gets the merged statement's
- * result, so merge only statements whose callers just check pgq_ok.
+ * result, so merge only statements whose callers just check pgq_ok, or
+ * whose set form returns what every one of its commands would (the
+ * worker's attempts_record: RECORDED).
  *
  * Registration: pgq_fd() is added to the owner's epoll set with the tag the
  * owner chooses; pgq_events() says which events to wait for (EPOLLOUT only

@@ -506,9 +506,13 @@ static int lease_of(const struct relay *r, int v, int64_t *epoch)
 static void group_by_chain(struct relay *r, size_t from)
 {
 	size_t n = r->n_fifo - from, k = 0;
-	struct sealed *tmp = malloc(n * sizeof(*tmp));
-	bool *taken = calloc(n, 1);
+	struct sealed *tmp;
+	bool *taken;
 
+	if (n == 0) /* an empty read: fifo may still be NULL, and NULL + 0 is undefined */
+		return;
+	tmp = malloc(n * sizeof(*tmp));
+	taken = calloc(n, 1);
 	if (!tmp || !taken) {
 		free(tmp);
 		free(taken);

@@ -1,5 +1,5 @@
--- 0026_land_ops_at_once.sql - a worker records the landings of many ops in
--- one statement.
+-- 0026_job_writes_at_once.sql - a worker records the landings of many ops,
+-- and the write-ahead rows of many new transactions, in one statement each.
 --
 -- Why. A ledger confirms the transactions of many ops at once, and the
 -- worker settles each with its own op_landed call (0007, 0018): a fence, a

@@ -78,7 +78,9 @@ static void on_recorded(PGresult *res, void *arg)
  * attempt_record's set form (schema/0026_job_writes_at_once.sql): the
  * write-ahead rows of jobs that queue behind each other go out as one
  * attempts_record statement, or alone if it refuses (a fee bump, an op
- * cancelled under the claim, a refusal).
+ * cancelled under the claim, a refusal). Its one answer, RECORDED, is what
+ * each command's on_recorded reads: GONE only ever comes from the single
+ * statement.
  */
 static const struct pgq_merge record_merge = {
 	.fn = "outbox.attempts_record",

@@ -2993,7 +2993,7 @@ static int hot_relay(struct hot_ctx *h, int lim)
 static void hot_round(struct hot_ctx *h)
 {
 	char id[7][24], sg[7][57], an[7][16], pay[128], h0[65], h1[65], h2[65], h5[65], h6[65],
-		sq0[24], sq2[24], sq5[24], sq6[24], proof[128], look[220], ids[64], hs[160],
+		h7[65], sq0[24], sq2[24], sq5[24], sq6[24], proof[128], look[220], ids[64], hs[160],
 		ans[40], sgs[128], sqs[64];
 	PGresult *r;
 
@@ -3050,9 +3050,13 @@ static void hot_round(struct hot_ctx *h)
 			id[3]));
 	PQclear(hot_run(h, "SELECT outbox.claim_release($1, 0, $2, $3, 1)", 3, OWNER, h->e, sg[4]));
 
-	/* ops 5 and 6: recorded in one statement, land in one ledger (0026) */
+	/*
+	 * ops 5 and 6: recorded in one statement; 6 fee-bumped; both land in
+	 * one ledger (0026), 5 failed and retried in an hour, 6 by its bump
+	 */
 	hot_hash(h, h5);
 	hot_hash(h, h6);
+	hot_hash(h, h7);
 	snprintf(sq5, sizeof(sq5), "%lld", 1000000000000LL + ++h->n);
 	snprintf(sq6, sizeof(sq6), "%lld", 1000000000000LL + ++h->n);
 	snprintf(ids, sizeof(ids), "{%s,%s}", id[5], id[6]);
@@ -3070,9 +3074,14 @@ static void hot_round(struct hot_ctx *h)
 	ck_assert_str_eq(PQgetvalue(r, 0, 0), "RECORDED");
 	PQclear(r);
 	PQclear(hot_run(h,
+			"SELECT r AS bump FROM outbox.attempt_record($1, 0, $2, $3, $4, 1, $5, $6, "
+			"'AAAA', $7, $8, 2000000000, 200) r",
+			8, OWNER, h->e, id[6], an[6], h7, h6, sg[6], sq6));
+	snprintf(hs, sizeof(hs), "{%s,%s}", h5, h7);
+	PQclear(hot_run(h,
 			"SELECT outbox.ops_landed(ARRAY[$1, $1], '{0,0}', ARRAY[$2, $2]::bigint[], "
-			"$3::bigint[], $4::text[], '{77,77}', '{150,150}', '{NULL,NULL}', "
-			"'{NULL,NULL}', '{NULL,NULL}', '{NULL,NULL}')",
+			"$3::bigint[], $4::text[], '{77,77}', '{150,150}', '{TX_FAILED,NULL}', "
+			"'{\"failed on chain: TX_FAILED\",NULL}', '{3600000,NULL}', '{NULL,NULL}')",
 			4, OWNER, h->e, ids, hs));
 
 	/* the oracle's follower, the worker's recovery and lease, the lanes */
