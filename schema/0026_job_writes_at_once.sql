@@ -15,9 +15,9 @@
 -- (fence_all, 0024), one lock of the ops in id order, one check, one UPDATE
 -- of the attempts, one of the superseded fee bumps, one UPDATE of the ops
 -- with one INSERT of their events (in call order), and one UPDATE of the
--- lanes: lane_settle for each signer with the count of its ops. The promise: the effect of
--- op_landed(owners[i], vshards[i], ...) for i = 1..n in that order, or an
--- error and nothing written. It takes only the common case, every op
+-- lanes: lane_settle for each signer with the count of its ops. The
+-- promise: the effect of op_landed(owners[i], vshards[i], ...) for i = 1..n
+-- in that order, or an error and nothing written. It takes only the common case, every op
 -- SUBMITTED in its vshard with that LIVE attempt, each op once; anything
 -- else (a replay, a refusal, a malformed value) raises, and the caller runs
 -- the calls one by one, which give each its own verdict. pgq merges
@@ -34,30 +34,26 @@
 -- fee-bumped ops, two ops of one signer: rows equal to op_landed's one by
 -- one; every refusal writes nothing) and check_pgq's merged commands.
 
-CREATE FUNCTION outbox.ops_landed(owners text[], vshards integer[], epochs bigint[],
-	op_ids bigint[], tx_hashes text[], ledgers integer[], fees_charged bigint[],
-	result_codes text[], errors text[], retry_delays_ms integer[], vias text[])
-RETURNS void LANGUAGE plpgsql
+-- What both set forms do first: their arrays are one call each (lens: the
+-- cardinalities of the arrays besides these four), every call is the same
+-- worker's and about another op; every (vshard, epoch) named is fenced
+-- (fence_all) and the ops are locked in id order, so two statements that
+-- lock several ops never deadlock on each other. Returns how many calls.
+CREATE FUNCTION outbox.set_form_begin(owners text[], vshards integer[], epochs bigint[],
+	op_ids bigint[], lens integer[])
+RETURNS integer LANGUAGE plpgsql
 SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
 AS $$
-#variable_conflict use_column
 DECLARE
 	n integer := cardinality(op_ids);
 	vs integer[];
 	es bigint[];
-	got integer;
 BEGIN
 	IF n IS NULL OR n NOT BETWEEN 1 AND 1000
 			OR cardinality(owners) IS DISTINCT FROM n OR cardinality(vshards) IS DISTINCT FROM n
 			OR cardinality(epochs) IS DISTINCT FROM n
-			OR cardinality(tx_hashes) IS DISTINCT FROM n
-			OR cardinality(ledgers) IS DISTINCT FROM n
-			OR cardinality(fees_charged) IS DISTINCT FROM n
-			OR cardinality(result_codes) IS DISTINCT FROM n
-			OR cardinality(errors) IS DISTINCT FROM n
-			OR cardinality(retry_delays_ms) IS DISTINCT FROM n
-			OR cardinality(vias) IS DISTINCT FROM n THEN
+			OR EXISTS (SELECT 1 FROM unnest(lens) l WHERE l IS DISTINCT FROM n) THEN
 		PERFORM outbox.invalid_input('op_ids', NULL,
 			'and every other array must have one length 1..1000');
 	END IF;
@@ -70,6 +66,26 @@ BEGIN
 	SELECT array_agg(d.v ORDER BY d.v, d.e), array_agg(d.e ORDER BY d.v, d.e) INTO vs, es
 	FROM (SELECT DISTINCT u.v, u.e FROM unnest(vshards, epochs) u (v, e)) d;
 	PERFORM outbox.fence_all(owners[1], vs, es);
+	PERFORM 1 FROM outbox.ops o WHERE o.id = ANY (op_ids) ORDER BY o.id FOR NO KEY UPDATE;
+	RETURN n;
+END
+$$;
+
+CREATE FUNCTION outbox.ops_landed(owners text[], vshards integer[], epochs bigint[],
+	op_ids bigint[], tx_hashes text[], ledgers integer[], fees_charged bigint[],
+	result_codes text[], errors text[], retry_delays_ms integer[], vias text[])
+RETURNS void LANGUAGE plpgsql
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+	n integer;
+	got integer;
+BEGIN
+	n := outbox.set_form_begin(owners, vshards, epochs, op_ids, ARRAY[cardinality(tx_hashes),
+		cardinality(ledgers), cardinality(fees_charged), cardinality(result_codes),
+		cardinality(errors), cardinality(retry_delays_ms), cardinality(vias)]);
 	FOR i IN 1 .. n LOOP
 		IF result_codes[i] IS NOT NULL THEN
 			PERFORM outbox.check_result_code(result_codes[i]);
@@ -79,9 +95,6 @@ BEGIN
 		END IF;
 	END LOOP;
 
-	-- Locked in id order, so two statements locking several ops never
-	-- deadlock on each other.
-	PERFORM 1 FROM outbox.ops o WHERE o.id = ANY (op_ids) ORDER BY o.id FOR NO KEY UPDATE;
 	-- Scalar subqueries, which PostgreSQL never turns into joins: one probe
 	-- by key per op. As joins, the generic plan walked every SUBMITTED op.
 	SELECT count(*) INTO got
@@ -169,45 +182,20 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
-	n integer := cardinality(op_ids);
-	vs integer[];
-	es bigint[];
+	n integer;
 	got integer;
 BEGIN
-	IF n IS NULL OR n NOT BETWEEN 1 AND 1000
-			OR cardinality(owners) IS DISTINCT FROM n OR cardinality(vshards) IS DISTINCT FROM n
-			OR cardinality(epochs) IS DISTINCT FROM n
-			OR cardinality(attempt_nos) IS DISTINCT FROM n
-			OR cardinality(bump_nos) IS DISTINCT FROM n
-			OR cardinality(tx_hashes) IS DISTINCT FROM n
-			OR cardinality(inner_tx_hashes) IS DISTINCT FROM n
-			OR cardinality(envelopes_xdr) IS DISTINCT FROM n
-			OR cardinality(source_accounts) IS DISTINCT FROM n
-			OR cardinality(source_sequences) IS DISTINCT FROM n
-			OR cardinality(max_times) IS DISTINCT FROM n
-			OR cardinality(fees) IS DISTINCT FROM n
-			OR cardinality(max_ledgers) IS DISTINCT FROM n
-			OR cardinality(sent_after_ledgers) IS DISTINCT FROM n THEN
-		PERFORM outbox.invalid_input('op_ids', NULL,
-			'and every other array must have one length 1..1000');
-	END IF;
-	IF EXISTS (SELECT 1 FROM unnest(owners) o WHERE o IS DISTINCT FROM owners[1]) THEN
-		PERFORM outbox.invalid_input('owners', NULL, 'must all be the same worker');
-	END IF;
-	IF EXISTS (SELECT 1 FROM unnest(op_ids) i GROUP BY i HAVING i IS NULL OR count(*) > 1) THEN
-		PERFORM outbox.invalid_input('op_ids', NULL, 'must be distinct');
-	END IF;
+	n := outbox.set_form_begin(owners, vshards, epochs, op_ids, ARRAY[cardinality(attempt_nos),
+		cardinality(bump_nos), cardinality(tx_hashes), cardinality(inner_tx_hashes),
+		cardinality(envelopes_xdr), cardinality(source_accounts),
+		cardinality(source_sequences), cardinality(max_times), cardinality(fees),
+		cardinality(max_ledgers), cardinality(sent_after_ledgers)]);
 	IF EXISTS (SELECT 1 FROM unnest(bump_nos, attempt_nos) u (b, a)
 			WHERE b IS DISTINCT FROM 0 OR a IS NULL) THEN
 		PERFORM outbox.invalid_input('bump_nos', NULL,
 			'must all be 0 (new transactions), each with its attempt_no; '
 			|| 'record fee bumps one by one');
 	END IF;
-	SELECT array_agg(d.v ORDER BY d.v, d.e), array_agg(d.e ORDER BY d.v, d.e) INTO vs, es
-	FROM (SELECT DISTINCT u.v, u.e FROM unnest(vshards, epochs) u (v, e)) d;
-	PERFORM outbox.fence_all(owners[1], vs, es);
-
-	PERFORM 1 FROM outbox.ops o WHERE o.id = ANY (op_ids) ORDER BY o.id FOR NO KEY UPDATE;
 	-- What attempt_record checks before its INSERT, by one probe by key per
 	-- op and check: scalar subqueries, which are never turned into joins. As
 	-- NOT EXISTS, the generic plan was an anti join that read every bound

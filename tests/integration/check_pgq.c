@@ -160,6 +160,27 @@ static int insert(int key, const char *v, struct call *k)
 			      p, on_result, k);
 }
 
+/* Key i + 1 holds vals[i] (NULL as NULL) and, if ordered, was inserted i + 1-th (column o). */
+static void stored_as_sent(const char *const *vals, int n, bool ordered)
+{
+	for (int i = 0; i < n; i++) {
+		char sql[96];
+		PGresult *r;
+
+		snprintf(sql, sizeof(sql), "SELECT v, %s FROM t WHERE k = %d", ordered ? "o" : "0",
+			 i + 1);
+		r = PQexec(c, sql);
+		ck_assert_int_eq(PQntuples(r), 1);
+		if (vals[i])
+			ck_assert_str_eq(PQgetvalue(r, 0, 0), vals[i]);
+		else
+			ck_assert(PQgetisnull(r, 0, 0));
+		if (ordered)
+			ck_assert_int_eq(atoi(PQgetvalue(r, 0, 1)), i + 1);
+		PQclear(r);
+	}
+}
+
 START_TEST(test_queued_commands_share_one_commit)
 {
 	static const char *vals[10] = {
@@ -185,22 +206,29 @@ START_TEST(test_queued_commands_share_one_commit)
 		}
 	}
 	/* every value stored as sent; one transaction for all ten */
-	for (int i = 0; i < 10; i++) {
-		char sql[96];
-		PGresult *r;
-
-		snprintf(sql, sizeof(sql), "SELECT v FROM t WHERE k = %d", i + 1);
-		r = PQexec(c, sql);
-		ck_assert_int_eq(PQntuples(r), 1);
-		if (vals[i])
-			ck_assert_str_eq(PQgetvalue(r, 0, 0), vals[i]);
-		else
-			ck_assert(PQgetisnull(r, 0, 0));
-		PQclear(r);
-	}
+	stored_as_sent(vals, 10, false);
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t"), 1);
 }
 END_TEST
+
+/*
+ * Five inserts of keys 1..5 as "new" met key 3 already there: the batch
+ * rolled back once and each went alone, the third refused (ok: what the
+ * others' own statements return), in four transactions, not one.
+ */
+static void resent_alone(const struct call *k, ExecStatusType ok)
+{
+	ck_assert_uint_eq(q.batch_retries, 1);
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(k[i].done, 1);
+		ck_assert_int_eq(k[i].st, i == 2 ? PGRES_FATAL_ERROR : ok);
+		if (i == 2)
+			ck_assert_str_eq(k[i].sqlstate, "23505");
+	}
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE v = 'new'"), 4);
+	ck_assert_int_eq(
+		pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t WHERE v = 'new'"), 4);
+}
 
 START_TEST(test_failing_statement_resends_each_alone)
 {
@@ -213,21 +241,8 @@ START_TEST(test_failing_statement_resends_each_alone)
 		ck_assert_int_eq(insert(i + 1, "new", &k[i]), 0);
 	run(5000);
 	ck_assert_uint_eq(q.batches, 1);
-	ck_assert_uint_eq(q.batch_retries, 1);
-	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(k[i].done, 1);
-		if (i == 2) {
-			ck_assert_int_eq(k[i].st, PGRES_FATAL_ERROR);
-			ck_assert_str_eq(k[i].sqlstate, "23505");
-		} else {
-			ck_assert_int_eq(k[i].st, PGRES_TUPLES_OK);
-		}
-	}
-	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE v = 'new'"), 4);
+	resent_alone(k, PGRES_TUPLES_OK);
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE v = 'already here'"), 1);
-	/* alone: four transactions, not one */
-	ck_assert_int_eq(
-		pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t WHERE v = 'new'"), 4);
 }
 END_TEST
 
@@ -314,20 +329,7 @@ START_TEST(test_merged_commands_are_one_statement)
 	/* one call of the set form, every value as sent, in queue order */
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t_calls"), 1);
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT n FROM t_calls"), 6);
-	for (int i = 0; i < 6; i++) {
-		char sql[96];
-		PGresult *r;
-
-		snprintf(sql, sizeof(sql), "SELECT v, o FROM t WHERE k = %d", i + 1);
-		r = PQexec(c, sql);
-		ck_assert_int_eq(PQntuples(r), 1);
-		if (vals[i])
-			ck_assert_str_eq(PQgetvalue(r, 0, 0), vals[i]);
-		else
-			ck_assert(PQgetisnull(r, 0, 0));
-		ck_assert_int_eq(atoi(PQgetvalue(r, 0, 1)), i + 1);
-		PQclear(r);
-	}
+	stored_as_sent(vals, 6, true);
 }
 END_TEST
 
@@ -342,18 +344,9 @@ START_TEST(test_merged_failure_resends_each_alone)
 	for (int i = 0; i < 5; i++)
 		ck_assert_int_eq(insert_merged(i + 1, "new", &k[i]), 0);
 	run(5000);
-	ck_assert_uint_eq(q.batch_retries, 1);
-	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(k[i].done, 1);
-		ck_assert_int_eq(k[i].st, i == 2 ? PGRES_FATAL_ERROR : PGRES_COMMAND_OK);
-		if (i == 2)
-			ck_assert_str_eq(k[i].sqlstate, "23505");
-	}
 	/* the set form's call rolled back; each went alone with its own statement */
+	resent_alone(k, PGRES_COMMAND_OK);
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t_calls"), 0);
-	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM t WHERE v = 'new'"), 4);
-	ck_assert_int_eq(
-		pgtest_scalar(c, "SELECT count(DISTINCT xmin::text) FROM t WHERE v = 'new'"), 4);
 }
 END_TEST
 
