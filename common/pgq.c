@@ -308,8 +308,6 @@ static void kick(struct pgq *q)
 		q->merged += (uint64_t)merged;
 	} else {
 		n = 1;
-		stmts = 1;
-		c->stmt = 0;
 		ok = PQsendQueryParams(q->conn, c->sql, c->n, NULL, (const char *const *)c->params,
 				       NULL, NULL, 0);
 	}
