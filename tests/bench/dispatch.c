@@ -55,7 +55,7 @@
 
 #define BENCH_ENQUEUERS 4  /* latency phase: paced enqueuer processes */
 #define MINIMAL_CLIENTS 8  /* minimal outbox: pgbench clients */
-#define BREAKDOWN_TOP   12 /* breakdown: entries printed */
+#define BREAKDOWN_TOP   30 /* breakdown: entries printed */
 
 #ifndef BENCH_GRAPHILE_DIR
 #define BENCH_GRAPHILE_DIR "tests/bench/graphile"

@@ -45,14 +45,18 @@ const char *stmtstats_prepare(PGconn *c)
 /* key, label, calls, ms (and total ms for functions) of the current counters */
 static const char *counters_sql(const char *source)
 {
+	/* statements of one text at any array length (the set forms' ARRAY[$1,..]
+	 * literals make one entry per length) are one entry */
 	if (is_statements(source))
-		return "SELECT queryid::text || ':' || toplevel::text AS k, "
-		       "left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS what, calls, "
-		       "total_exec_time AS ms, total_exec_time AS total_ms FROM pg_stat_statements "
-		       "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = "
-		       "current_database())";
+		return "SELECT toplevel::text || ':' || w AS k, w AS what, sum(calls) AS calls, "
+		       "sum(total_exec_time) AS ms, sum(total_exec_time) AS total_ms, sum(rows) "
+		       "AS rows, toplevel FROM (SELECT *, left(regexp_replace(regexp_replace(query, "
+		       "'\\s+', ' ', 'g'), 'ARRAY\\[[$0-9, ]+\\]', 'ARRAY[..]', 'g'), 200) AS w "
+		       "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE "
+		       "datname = current_database())) s GROUP BY toplevel, w";
 	return "SELECT funcid::text AS k, schemaname || '.' || funcname AS what, calls, "
-	       "self_time AS ms, total_time AS total_ms FROM pg_stat_user_functions";
+	       "self_time AS ms, total_time AS total_ms, 0::bigint AS rows, NULL::boolean AS toplevel "
+	       "FROM pg_stat_user_functions";
 }
 
 int stmtstats_begin(PGconn *c, const char *source)
@@ -77,7 +81,7 @@ json_t *stmtstats_end(PGconn *c, const char *source, double ops, int top)
 		return NULL;
 	snprintf(sql, sizeof(sql),
 		 "SELECT n.what, n.calls - coalesce(b.calls, 0), n.ms - coalesce(b.ms, 0), "
-		 "n.total_ms - coalesce(b.total_ms, 0) FROM (%s) n LEFT JOIN bench_stat0 b "
+		 "n.total_ms - coalesce(b.total_ms, 0), n.rows - coalesce(b.rows, 0), n.toplevel FROM (%s) n LEFT JOIN bench_stat0 b "
 		 "USING (k) WHERE n.calls > coalesce(b.calls, 0) ORDER BY 3 DESC LIMIT %d",
 		 counters_sql(source), top);
 	r = PQexec(c, sql);
@@ -96,6 +100,12 @@ json_t *stmtstats_end(PGconn *c, const char *source, double ops, int top)
 
 		if (!is_statements(source))
 			json_object_set_new(o, "total_ms_per_op", json_real(total / ops));
+		else { /* rows returned or written per call: a claim's batch, say */
+			json_object_set_new(o, "rows_per_call",
+					    json_real(strtod(PQgetvalue(r, i, 4), NULL) / calls));
+			json_object_set_new(o, "toplevel",
+					    json_boolean(PQgetvalue(r, i, 5)[0] == 't'));
+		}
 		json_array_append_new(a, o);
 	}
 	PQclear(r);

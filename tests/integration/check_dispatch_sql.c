@@ -403,8 +403,9 @@ END_TEST
 
 /*
  * fence_all locks every lease row it fences: a takeover of the second
- * vshard of a claim in progress waits for the claim's commit, and then the
- * old owner's next claim fails.
+ * vshard of a claim in progress (one that takes an op: an empty claim
+ * locks nothing, 0027) waits for the claim's commit, and then the old
+ * owner's next claim fails, though it would find nothing to take.
  */
 START_TEST(test_fence_all_blocks_takeover)
 {
@@ -413,6 +414,7 @@ START_TEST(test_fence_all_blocks_takeover)
 	PGconn *o = pgtest_connect(&db);
 	long long e0 = lease(a, OWNER, 0), e1 = lease(a, OWNER, 1);
 
+	enq(a, "u1", "t1", 0, "NORMAL");
 	ok(a,
 	   "UPDATE outbox.shard_leases SET expires_at = now() + interval '1 s' WHERE vshard = 1");
 	ok(a, "BEGIN");
@@ -516,6 +518,85 @@ static int claim_upto(PGconn *c, long long e, int mp, long long *ids, int n)
 	PQclear(r);
 	return rows;
 }
+
+/*
+ * A claim of max_priority mp in a transaction of its own: the rows it took,
+ * and in *xid whether the transaction was given an xid (anything written).
+ */
+static int claim_alone(PGconn *c, long long e, int mp, long long *xid)
+{
+	long long n;
+
+	ok(c, "BEGIN");
+	n = num(c, "SELECT count(*) FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10, %d)", e,
+		mp);
+	*xid = num(c, "SELECT (pg_current_xact_id_if_assigned() IS NOT NULL)::int");
+	ok(c, "COMMIT");
+	return (int)n;
+}
+
+/*
+ * 0027: a claim first asks claim_ready whether its vshards hold anything it
+ * could take: a lane signal (a CRITICAL one, for a CRITICAL-only claim) or
+ * a due lane whose best pending op is that urgent. Every kind of work is
+ * found; a claim that finds none writes nothing, not even an xid; a stale
+ * owner's claim is refused either way.
+ */
+START_TEST(test_claim_probe)
+{
+	PGconn *c = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4], xid, n0, c1;
+	const char *ready = "SELECT outbox.claim_ready('{0}', %d)::int";
+
+	for (int p = 0; p <= 2; p++)
+		ck_assert_int_eq(num(c, ready, p), 0);
+	ck_assert_int_eq(claim_alone(c, e, 2, &xid), 0);
+	ck_assert_int_eq(xid, 0);
+	fails(c, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, 10)", e + 1);
+
+	/* Signals not merged yet: a NORMAL one is the regular claim's only. */
+	n0 = enq(c, "u1", "q1", 0, "NORMAL");
+	ck_assert_int_eq(num(c, ready, 0), 0);
+	ck_assert_int_eq(num(c, ready, 1), 1);
+	ck_assert_int_eq(num(c, ready, 2), 1);
+	ck_assert_int_eq(claim_alone(c, e, 0, &xid), 0);
+	ck_assert_int_eq(xid, 0);
+	c1 = enq(c, "u2", "q2", 1, "CRITICAL");
+	ck_assert_int_eq(num(c, ready, 0), 1);
+
+	/* Merged: no signal left, the due lanes are found by their priority. */
+	ok(c, "SELECT outbox.lane_merge('{0}')");
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lane_signals"), 0);
+	ck_assert_int_eq(num(c, ready, 0), 1);
+	ck_assert_int_eq(claim_upto(c, e, 0, ids, 4), 1);
+	ck_assert_int_eq(ids[0], c1);
+	ck_assert_int_eq(num(c, ready, 0), 0); /* c1's lane is reserved until it lands */
+	ck_assert_int_eq(num(c, ready, 1), 1);
+	ck_assert_int_eq(claim_upto(c, e, 2, ids, 4), 1);
+	ck_assert_int_eq(ids[0], n0);
+	ck_assert_int_eq(num(c, ready, 2), 0);
+	ck_assert_int_eq(claim_alone(c, e, 2, &xid), 0);
+	ck_assert_int_eq(xid, 0);
+
+	/* A lane due later (a retry's delay) is ready once due; a full one is
+	 * visited, and parked again. */
+	ok(c, "UPDATE outbox.lanes SET next_due = now() + interval '1 hour' WHERE signer = '%s'",
+	   acc[0]);
+	ck_assert_int_eq(num(c, ready, 2), 0);
+	ok(c, "UPDATE outbox.lanes SET next_due = now() - interval '1 s' WHERE signer = '%s'",
+	   acc[0]);
+	ck_assert_int_eq(num(c, ready, 0), 0);
+	ck_assert_int_eq(num(c, ready, 1), 1);
+	ck_assert_int_eq(claim_alone(c, e, 2, &xid), 0);
+	ck_assert_int_eq(xid, 1);
+	ck_assert_int_eq(num(c, ready, 2), 0);
+	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lanes WHERE signer = '%s' AND "
+				"next_due = 'infinity' AND in_flight = 1",
+			     acc[0]),
+			 1);
+	PQfinish(c);
+}
+END_TEST
 
 /*
  * max_priority (0024): a CRITICAL-only claim takes CRITICAL ops and touches
@@ -3369,6 +3450,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_fence_blocks_takeover);
 	tcase_add_test(t, test_claim_order);
 	tcase_add_test(t, test_claim_max_priority);
+	tcase_add_test(t, test_claim_probe);
 	tcase_add_test(t, test_claim_per_account_max);
 	tcase_add_test(t, test_claim_ignores_busy_backlog);
 	tcase_add_test(t, test_lane_lookups_ignore_backlog_statistics);
