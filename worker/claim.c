@@ -26,7 +26,9 @@
  * until WORKER_BUSY_MS after the last claim that found work, through empty
  * claims too: re-polling only after a claim that returned rows would leave
  * work enqueued just after an empty claim to the sweep (the figures: the
- * top-level README.md, Benchmarks).
+ * top-level README.md, Benchmarks). An empty poll is read only: outbox.claim
+ * asks claim_ready first and returns before any lock (schema/
+ * 0027_claim_probe_first.sql).
  *
  * A CRITICAL NOTIFY that finds the regular claim on the wire starts a
  * CRITICAL-only claim (outbox.claim's max_priority 0, schema/

@@ -28,7 +28,9 @@ int stmtstats_begin(PGconn *c, const char *source);
  * array of {"what", "calls_per_op", "ms_per_op"} (for functions ms_per_op
  * is self time and "total_ms_per_op" includes callees; for statements it
  * is execution time, and with track = all a function's statement and the
- * statements nested in it both count). NULL on failure.
+ * statements nested in it both count: "toplevel" tells them apart, and
+ * "rows_per_call" is what pg_stat_statements counts as rows; one text at
+ * any ARRAY[$1,..] length is one entry). NULL on failure.
  */
 json_t *stmtstats_end(PGconn *c, const char *source, double ops, int top);
 
