@@ -6,6 +6,7 @@
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/shm/stats.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -306,6 +307,10 @@ static void kick(struct pgq *q)
 		q->batches++;
 		q->batched += (uint64_t)n;
 		q->merged += (uint64_t)merged;
+		if (q->stats) {
+			stats_counter_add(q->stats, MET_PG_BATCHES, 1);
+			stats_counter_add(q->stats, MET_PG_MERGED, (uint64_t)merged);
+		}
 	} else {
 		n = 1;
 		ok = PQsendQueryParams(q->conn, c->sql, c->n, NULL, (const char *const *)c->params,
@@ -420,6 +425,8 @@ static void finish(struct pgq *q)
 			c->merge = NULL;
 		}
 		q->batch_retries++;
+		if (q->stats)
+			stats_counter_add(q->stats, MET_PG_BATCH_RETRIES, 1);
 		clear_results(q);
 		return;
 	}

@@ -68,6 +68,7 @@ typedef void (*pgq_notify_fn)(const char *channel, const char *extra, void *arg)
 typedef void (*pgq_connect_fn)(bool up, void *arg);
 
 struct pgq_cmd;
+struct shm_stats_block;
 
 struct pgq {
 	char *conninfo;
@@ -85,11 +86,13 @@ struct pgq {
 	size_t queued;
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
 	uint64_t merged;                          /* commands that went out merged */
-	uint32_t failures;     /* since the last successful connect: the episode's */
-	int64_t down_since_ms; /* monotonic: when the episode began */
-	char last_why[160];    /* the episode's last failure, logged once */
-	int64_t retry_at_ms;   /* monotonic; 0 = connected or not yet tried */
-	bool connecting;       /* a non-blocking connect is under way */
+	struct shm_stats_block *stats; /* NULL, or where batches, merged and batch_retries
+					  are counted as metrics too (MET_PG_*) */
+	uint32_t failures;             /* since the last successful connect: the episode's */
+	int64_t down_since_ms;         /* monotonic: when the episode began */
+	char last_why[160];            /* the episode's last failure, logged once */
+	int64_t retry_at_ms;           /* monotonic; 0 = connected or not yet tried */
+	bool connecting;               /* a non-blocking connect is under way */
 	int64_t connect_deadline_ms;
 	pgq_notify_fn on_notify;
 	pgq_connect_fn on_connect;

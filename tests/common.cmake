@@ -4,5 +4,5 @@ foreach(s check_apikey check_backoff check_error check_events check_fate check_f
 	outbox_suite(${s} LIBS outbox_common)
 endforeach()
 # common/pgq.c, the PostgreSQL driver of the roles, against a real server
-# (and a silent one).
-outbox_suite(check_pgq LIBS outbox_common outbox_testsupport)
+# (and a silent one); its metrics are counted in a stats block (common/shm).
+outbox_suite(check_pgq LIBS outbox_common outbox_shm outbox_testsupport)

@@ -301,10 +301,12 @@ static int setup(struct worker *w, struct outbox_error *err)
 	w->rpc = rpc_client_new(&rc_cfg, err);
 	if (!w->rpc)
 		return -EINVAL;
-	for (int k = 0; k < WORKER_PG_CONNS; k++)
+	for (int k = 0; k < WORKER_PG_CONNS; k++) {
 		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, "outboxd-worker", w->loop.ep,
 				   EV_PG + (uint64_t)k, on_notify, on_connect, w)))
 			return rc;
+		w->pg[k].stats = w->stats;
+	}
 	if ((rc = loop_add(&w->loop, w->db_fd, EV_DOORBELL)) ||
 	    (rc = loop_add(&w->loop, rpc_client_fd(w->rpc), EV_RPC)))
 		return rc;

@@ -86,7 +86,10 @@
 	X(MET_HTTP_SERVER_ERRORS, "outbox_http_server_errors_total", "HTTP answers 5xx") \
 	X(MET_HTTP_AUTH_REFUSED, "outbox_http_auth_refused_total", "HTTP calls refused 401 or 403") \
 	X(MET_HTTP_RATE_LIMITED, "outbox_http_rate_limited_total", "HTTP calls refused 429") \
-	X(MET_HTTP_KEY_REFRESHES, "outbox_http_key_refreshes_total", "API key cache reloads from PostgreSQL")
+	X(MET_HTTP_KEY_REFRESHES, "outbox_http_key_refreshes_total", "API key cache reloads from PostgreSQL") \
+	X(MET_PG_BATCHES, "outbox_pg_batches_total", "group commits: transactions that carried two or more queued writes") \
+	X(MET_PG_MERGED, "outbox_pg_merged_writes_total", "writes sent merged into one set-form statement of a group commit") \
+	X(MET_PG_BATCH_RETRIES, "outbox_pg_batch_retries_total", "group commits that failed, every write then sent again alone")
 
 #define SHM_GAUGES(X) \
 	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \

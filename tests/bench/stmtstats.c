@@ -50,12 +50,14 @@ static const char *counters_sql(const char *source)
 	if (is_statements(source))
 		return "SELECT toplevel::text || ':' || w AS k, w AS what, sum(calls) AS calls, "
 		       "sum(total_exec_time) AS ms, sum(total_exec_time) AS total_ms, sum(rows) "
-		       "AS rows, toplevel FROM (SELECT *, left(regexp_replace(regexp_replace(query, "
+		       "AS rows, toplevel FROM (SELECT *, "
+		       "left(regexp_replace(regexp_replace(query, "
 		       "'\\s+', ' ', 'g'), 'ARRAY\\[[$0-9, ]+\\]', 'ARRAY[..]', 'g'), 200) AS w "
 		       "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE "
 		       "datname = current_database())) s GROUP BY toplevel, w";
 	return "SELECT funcid::text AS k, schemaname || '.' || funcname AS what, calls, "
-	       "self_time AS ms, total_time AS total_ms, 0::bigint AS rows, NULL::boolean AS toplevel "
+	       "self_time AS ms, total_time AS total_ms, 0::bigint AS rows, NULL::boolean AS "
+	       "toplevel "
 	       "FROM pg_stat_user_functions";
 }
 
@@ -81,7 +83,8 @@ json_t *stmtstats_end(PGconn *c, const char *source, double ops, int top)
 		return NULL;
 	snprintf(sql, sizeof(sql),
 		 "SELECT n.what, n.calls - coalesce(b.calls, 0), n.ms - coalesce(b.ms, 0), "
-		 "n.total_ms - coalesce(b.total_ms, 0), n.rows - coalesce(b.rows, 0), n.toplevel FROM (%s) n LEFT JOIN bench_stat0 b "
+		 "n.total_ms - coalesce(b.total_ms, 0), n.rows - coalesce(b.rows, 0), n.toplevel "
+		 "FROM (%s) n LEFT JOIN bench_stat0 b "
 		 "USING (k) WHERE n.calls > coalesce(b.calls, 0) ORDER BY 3 DESC LIMIT %d",
 		 counters_sql(source), top);
 	r = PQexec(c, sql);

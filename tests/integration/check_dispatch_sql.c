@@ -590,8 +590,9 @@ START_TEST(test_claim_probe)
 	ck_assert_int_eq(claim_alone(c, e, 2, &xid), 0);
 	ck_assert_int_eq(xid, 1);
 	ck_assert_int_eq(num(c, ready, 2), 0);
-	ck_assert_int_eq(num(c, "SELECT count(*) FROM outbox.lanes WHERE signer = '%s' AND "
-				"next_due = 'infinity' AND in_flight = 1",
+	ck_assert_int_eq(num(c,
+			     "SELECT count(*) FROM outbox.lanes WHERE signer = '%s' AND "
+			     "next_due = 'infinity' AND in_flight = 1",
 			     acc[0]),
 			 1);
 	PQfinish(c);

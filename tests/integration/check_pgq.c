@@ -30,10 +30,13 @@
 #include "tests/support/pgtest.h"
 #include "common/pgq.h"
 #include "common/clock.h"
+#include "common/shm/layout.h"
+#include "common/shm/stats.h"
 
 static struct pgtest_db db;
 static PGconn *c;
 static struct pgq q;
+static struct shm_stats_block *blk; /* q.stats: the metrics */
 static int ep = -1;
 
 struct call {
@@ -126,6 +129,9 @@ static void setup(void)
 	ep = epoll_create1(0);
 	ck_assert_int_ge(ep, 0);
 	ck_assert_int_eq(pgq_init(&q, db.conninfo, "check_pgq", ep, 7, NULL, on_connect, NULL), 0);
+	blk = calloc(1, sizeof(*blk));
+	ck_assert_ptr_nonnull(blk);
+	q.stats = blk;
 	ups = downs = 0;
 	pump_until_connected(&q, 5000);
 	ck_assert(pgq_connected(&q));
@@ -136,9 +142,18 @@ static void setup(void)
 static void teardown(void)
 {
 	pgq_release(&q);
+	free(blk);
 	close(ep);
 	PQfinish(c);
 	pgtest_teardown(&db);
+}
+
+/* The metrics (MET_PG_*) say what the queue's own counters say. */
+static void metrics_match(void)
+{
+	ck_assert_uint_eq(stats_counter_read(blk, MET_PG_BATCHES), q.batches);
+	ck_assert_uint_eq(stats_counter_read(blk, MET_PG_MERGED), q.merged);
+	ck_assert_uint_eq(stats_counter_read(blk, MET_PG_BATCH_RETRIES), q.batch_retries);
 }
 
 /* Occupy the wire so the next commands queue up behind it. */
@@ -197,6 +212,7 @@ START_TEST(test_queued_commands_share_one_commit)
 	ck_assert_uint_eq(q.batches, 1);
 	ck_assert_uint_eq(q.batched, 10);
 	ck_assert_uint_eq(q.batch_retries, 0);
+	metrics_match();
 	for (int i = 0; i < 10; i++) {
 		ck_assert_int_eq(k[i].done, 1);
 		ck_assert_int_eq(k[i].st, PGRES_TUPLES_OK);
@@ -219,6 +235,7 @@ END_TEST
 static void resent_alone(const struct call *k, ExecStatusType ok)
 {
 	ck_assert_uint_eq(q.batch_retries, 1);
+	metrics_match();
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(k[i].done, 1);
 		ck_assert_int_eq(k[i].st, i == 2 ? PGRES_FATAL_ERROR : ok);
@@ -321,6 +338,7 @@ START_TEST(test_merged_commands_are_one_statement)
 	run(5000);
 	ck_assert_uint_eq(q.batches, 1);
 	ck_assert_uint_eq(q.merged, 6);
+	metrics_match();
 	ck_assert_uint_eq(q.batch_retries, 0);
 	for (int i = 0; i < 6; i++) {
 		ck_assert_int_eq(k[i].done, 1);
@@ -366,6 +384,7 @@ START_TEST(test_merge_runs_split_by_other_commands)
 	run(5000);
 	ck_assert_uint_eq(q.batches, 1);
 	ck_assert_uint_eq(q.merged, 4);
+	metrics_match();
 	for (int i = 0; i < 5; i++) {
 		ck_assert_int_eq(k[i].done, 1);
 		ck_assert_int_eq(k[i].st,
