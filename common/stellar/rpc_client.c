@@ -83,8 +83,20 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *s
 		ev.events |= EPOLLIN;
 	if (what & CURL_POLL_OUT)
 		ev.events |= EPOLLOUT;
-	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
+	/*
+	 * socketp is what we assigned when we added the socket; curl forgets it
+	 * at CURL_POLL_REMOVE. A kept-alive connection is removed after every
+	 * answer and added again for the next request: ADD at once instead of a
+	 * MOD that fails first (one syscall less per request). The fallbacks
+	 * cover a socket curl forgot without a REMOVE, or one already closed.
+	 */
+	if (!socketp) {
+		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
+			epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev);
+		curl_multi_assign(c->multi, s, c);
+	} else if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT) {
 		epoll_ctl(c->epfd, EPOLL_CTL_ADD, s, &ev);
+	}
 	return 0;
 }
 
