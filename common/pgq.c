@@ -107,6 +107,24 @@ static void clear_results(struct pgq *q)
 	q->n_res = 0;
 }
 
+/* This session's index of sql among the prepared statements, or -1. */
+static int prepared_find(const struct pgq *q, const char *sql)
+{
+	for (int i = 0; i < q->n_prepared; i++)
+		if (!strcmp(q->prepared[i], sql))
+			return i;
+	return -1;
+}
+
+/* The statements of a session that ended are gone with it. */
+static void prepared_forget(struct pgq *q)
+{
+	for (int i = 0; i < q->n_prepared; i++)
+		free(q->prepared[i]);
+	q->n_prepared = 0;
+	q->preparing = false;
+}
+
 /*
  * Connection gone: every command learns "unknown" (NULL), in order. why is
  * NULL when we close it ourselves (pgq_release, an orderly shutdown): that
@@ -142,6 +160,7 @@ static void drop_connection(struct pgq *q, const char *why)
 	}
 	q->connecting = false;
 	clear_results(q);
+	prepared_forget(q);
 	q->n_sent = 0;
 	if (!q->failures++)
 		q->down_since_ms = mono_ms();
@@ -290,6 +309,24 @@ static char *batch_sql(struct pgq *q, int n, int *stmts, int *merged)
 	return buf;
 }
 
+/* Send the single command c: prepared, being prepared, or unnamed. */
+static int send_one(struct pgq *q, const struct pgq_cmd *c)
+{
+	const char *const *params = (const char *const *)c->params;
+	char name[16];
+	int k = prepared_find(q, c->sql);
+
+	if (k < 0 && q->n_prepared < PGQ_PREPARED_MAX) {
+		snprintf(name, sizeof(name), "pgq%d", q->n_prepared);
+		q->preparing = true;
+		return PQsendPrepare(q->conn, name, c->sql, c->n, NULL);
+	}
+	if (k < 0)
+		return PQsendQueryParams(q->conn, c->sql, c->n, NULL, params, NULL, NULL, 0);
+	snprintf(name, sizeof(name), "pgq%d", k);
+	return PQsendQueryPrepared(q->conn, name, c->n, params, NULL, NULL, 0);
+}
+
 /* Put the head command(s) on the wire if nothing is there. */
 static void kick(struct pgq *q)
 {
@@ -313,8 +350,7 @@ static void kick(struct pgq *q)
 		}
 	} else {
 		n = 1;
-		ok = PQsendQueryParams(q->conn, c->sql, c->n, NULL, (const char *const *)c->params,
-				       NULL, NULL, 0);
+		ok = send_one(q, c);
 	}
 	if (!ok) {
 		drop_connection(q, PQerrorMessage(q->conn));
@@ -416,6 +452,17 @@ static void finish(struct pgq *q)
 	bool all_ok = q->n_res == q->n_stmts;
 
 	q->n_sent = 0;
+	if (q->preparing) {
+		/* Prepared: the command goes next, as itself; refused: it gets the error. */
+		char *sql = NULL;
+
+		q->preparing = false;
+		if (all_ok && pgq_ok(q->res[0]) && (sql = strdup(q->head->sql))) {
+			q->prepared[q->n_prepared++] = sql;
+			clear_results(q);
+			return;
+		}
+	}
 	for (int i = 0; all_ok && i < q->n_res; i++)
 		all_ok = pgq_ok(q->res[i]);
 	if (n > 1 && !all_ok) {
@@ -645,6 +692,7 @@ void pgq_release(struct pgq *q)
 		free(c);
 	}
 	clear_results(q);
+	prepared_forget(q);
 	free(q->conninfo);
 	free(q->app_name);
 	q->conninfo = q->app_name = NULL;

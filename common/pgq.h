@@ -47,6 +47,17 @@
  * whose set form returns what every one of its commands would (the
  * worker's attempts_record: RECORDED).
  *
+ * Prepared statements: a command sent alone runs as a statement prepared
+ * on this connection, named by its text's place in the connection's list
+ * (the first PGQ_PREPARED_MAX texts; any other is sent unnamed). The first
+ * send of a text prepares it, one round trip more, and its result decides:
+ * prepared, the command runs; refused, the command's callback gets that
+ * error, which is the one the statement itself would have raised. A
+ * reconnect starts the list again. What it saves is the parse and plan of
+ * every call: ~60 us of a ~190 us claim poll that finds nothing (pgbench,
+ * one client, unnamed against prepared). Batches are simple-protocol
+ * strings and are not prepared.
+ *
  * Registration: pgq_fd() is added to the owner's epoll set with the tag the
  * owner chooses; pgq_events() says which events to wait for (EPOLLOUT only
  * while output is unflushed) and pgq_on_ready() handles them.
@@ -60,6 +71,7 @@
 
 #define PGQ_MAX_PARAMS         16
 #define PGQ_BATCH_MAX          32
+#define PGQ_PREPARED_MAX       32 /* statements kept prepared per connection */
 #define PGQ_CONNECT_TIMEOUT_MS 3000
 
 struct pgq;
@@ -86,13 +98,16 @@ struct pgq {
 	size_t queued;
 	uint64_t batches, batched, batch_retries; /* counters for stats and tests */
 	uint64_t merged;                          /* commands that went out merged */
-	struct shm_stats_block *stats; /* NULL, or where batches, merged and batch_retries
+	struct shm_stats_block *stats;    /* NULL, or where batches, merged and batch_retries
 					  are counted as metrics too (MET_PG_*) */
-	uint32_t failures;             /* since the last successful connect: the episode's */
-	int64_t down_since_ms;         /* monotonic: when the episode began */
-	char last_why[160];            /* the episode's last failure, logged once */
-	int64_t retry_at_ms;           /* monotonic; 0 = connected or not yet tried */
-	bool connecting;               /* a non-blocking connect is under way */
+	char *prepared[PGQ_PREPARED_MAX]; /* this session's statements: "pgq<i>" */
+	int n_prepared;
+	bool preparing;        /* the head command's statement is being prepared */
+	uint32_t failures;     /* since the last successful connect: the episode's */
+	int64_t down_since_ms; /* monotonic: when the episode began */
+	char last_why[160];    /* the episode's last failure, logged once */
+	int64_t retry_at_ms;   /* monotonic; 0 = connected or not yet tried */
+	bool connecting;       /* a non-blocking connect is under way */
 	int64_t connect_deadline_ms;
 	pgq_notify_fn on_notify;
 	pgq_connect_fn on_connect;

@@ -501,6 +501,68 @@ static void lost_episode(void *arg)
 	pump_until_connected(&q, 10000);
 }
 
+/* Send sql alone with parameter v; run it to its end. */
+static void alone(const char *sql, const char *v, struct call *k)
+{
+	memset(k, 0, sizeof(*k));
+	pending++;
+	ck_assert_int_eq(pgq_send(&q, sql, v ? 1 : 0, &v, on_result, k), 0);
+	run(5000);
+	ck_assert_int_eq(k->done, 1);
+}
+
+/* The names and texts (their first 16 characters) of the session's prepared statements. */
+#define LIST_PREPARED                                                                              \
+	"SELECT string_agg(name || '=' || left(statement, 16), ';' ORDER BY name) FROM "           \
+	"pg_prepared_statements"
+
+/*
+ * A command sent alone runs prepared: each text is prepared once per
+ * session, on its first send, and runs as that statement afterwards. A text
+ * the server refuses to prepare gives its command the error the statement
+ * would have raised, and is not kept; a reconnect prepares again; texts
+ * past PGQ_PREPARED_MAX are sent unnamed.
+ */
+START_TEST(test_alone_commands_run_prepared)
+{
+	const char *sel = "SELECT $1::int + 1";
+	char sql[64];
+	struct call k;
+
+	for (int i = 0; i < 3; i++) {
+		char v[8];
+
+		snprintf(v, sizeof(v), "%d", i);
+		alone(sel, v, &k);
+		ck_assert_int_eq(k.st, PGRES_TUPLES_OK);
+		ck_assert_int_eq(atoi(k.value), i + 1);
+	}
+	ck_assert_int_eq(q.n_prepared, 1);
+	alone("SELECT no_such_function($1)", "x", &k);
+	ck_assert_int_eq(k.st, PGRES_FATAL_ERROR);
+	ck_assert_str_eq(k.sqlstate, "42883");
+	ck_assert_int_eq(q.n_prepared, 1);
+	alone(LIST_PREPARED, NULL, &k);
+	ck_assert_str_eq(k.value, "pgq0=SELECT $1::int +;pgq1=SELECT string_ag");
+
+	/* A new session: the list starts again, the text is prepared again. */
+	lost_episode(NULL);
+	ck_assert_int_eq(q.n_prepared, 0);
+	alone(sel, "41", &k);
+	ck_assert_str_eq(k.value, "42");
+	ck_assert_int_eq(q.n_prepared, 1);
+
+	/* Past the list's capacity, texts go unnamed and still run. */
+	for (int i = 1; i <= PGQ_PREPARED_MAX + 2; i++) {
+		snprintf(sql, sizeof(sql), "SELECT $1::int + %d", i);
+		alone(sql, "1", &k);
+		ck_assert_int_eq(k.st, PGRES_TUPLES_OK);
+		ck_assert_int_eq(atoi(k.value), i + 1);
+	}
+	ck_assert_int_eq(q.n_prepared, PGQ_PREPARED_MAX);
+}
+END_TEST
+
 /*
  * A server that is down for a while, or refuses every connect, is one
  * episode: one warning when it begins (the retries are debug lines) and one
@@ -621,6 +683,7 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_merged_commands_are_one_statement);
 	tcase_add_test(tc, test_merged_failure_resends_each_alone);
 	tcase_add_test(tc, test_merge_runs_split_by_other_commands);
+	tcase_add_test(tc, test_alone_commands_run_prepared);
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	tcase_add_test(tc, test_outage_logs_once_per_episode);
 	tcase_add_test(tc, test_release_is_no_warning);
