@@ -116,11 +116,13 @@ static int prepared_find(const struct pgq *q, const char *sql)
 	return -1;
 }
 
-/* The statements of a session that ended are gone with it. */
+/* The statements of a session that ended are gone with it (and one being prepared). */
 static void prepared_forget(struct pgq *q)
 {
-	for (int i = 0; i < q->n_prepared; i++)
+	for (int i = 0; i < q->n_prepared + q->preparing; i++) {
 		free(q->prepared[i]);
+		q->prepared[i] = NULL;
+	}
 	q->n_prepared = 0;
 	q->preparing = false;
 }
@@ -316,7 +318,10 @@ static int send_one(struct pgq *q, const struct pgq_cmd *c)
 	char name[16];
 	int k = prepared_find(q, c->sql);
 
-	if (k < 0 && q->n_prepared < PGQ_PREPARED_MAX) {
+	/* The text is copied before the prepare goes out: a copy that fails
+	 * later could not leave the command's callback with the prepare's result. */
+	if (k < 0 && q->n_prepared < PGQ_PREPARED_MAX &&
+	    (q->prepared[q->n_prepared] = strdup(c->sql))) {
 		snprintf(name, sizeof(name), "pgq%d", q->n_prepared);
 		q->preparing = true;
 		return PQsendPrepare(q->conn, name, c->sql, c->n, NULL);
@@ -454,14 +459,14 @@ static void finish(struct pgq *q)
 	q->n_sent = 0;
 	if (q->preparing) {
 		/* Prepared: the command goes next, as itself; refused: it gets the error. */
-		char *sql = NULL;
-
 		q->preparing = false;
-		if (all_ok && pgq_ok(q->res[0]) && (sql = strdup(q->head->sql))) {
-			q->prepared[q->n_prepared++] = sql;
+		if (all_ok && pgq_ok(q->res[0])) {
+			q->n_prepared++;
 			clear_results(q);
 			return;
 		}
+		free(q->prepared[q->n_prepared]);
+		q->prepared[q->n_prepared] = NULL;
 	}
 	for (int i = 0; all_ok && i < q->n_res; i++)
 		all_ok = pgq_ok(q->res[i]);
