@@ -12,6 +12,7 @@
 #include "common/events.h"
 #include "common/log.h"
 #include "common/pgq.h"
+#include "common/publish_window.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,12 +36,19 @@
  */
 #define RELAY_PAGE       2000
 #define RELAY_IDLE_MS    100   /* look for unsealed rows this often when there were none */
-#define RELAY_MARK_MS    50    /* mark delivered rows at least this often */
-#define RELAY_MARK_MAX   1000  /* ... or as soon as this many wait */
+#define RELAY_MARK_MS    50    /* move the published cursors at least this often */
+#define RELAY_MARK_MAX   1000  /* ... or as soon as this many delivered links wait */
 #define RELAY_FIFO_MAX   5000  /* sealed rows waiting for the producer */
 #define RELAY_BACKLOG_MS 5000  /* count the unpublished backlog this often */
 #define RELAY_QUEUE_MAX  20000 /* the producer's own queue */
 #define RELAY_VSHARDS    4096
+#define RELAY_SLOTS      (RELAY_VSHARDS + 1) /* a chain's slot: vshard v at v, the named one last */
+/*
+ * A message's opaque is its chain's slot and link: seq << SLOT_BITS | slot.
+ * 2^50 links per chain is ~35 years at a million events a second.
+ */
+#define SLOT_BITS 13
+#define SEQ_MAX   ((INT64_C(1) << 50) - 1)
 
 struct sealed {
 	struct event_rec e;
@@ -74,11 +82,20 @@ struct relay {
 	bool more;        /* the last seal read was full: read again at once */
 	bool resend;      /* produce every sealed unpublished row again, once it is safe */
 	bool resending;   /* paging through them */
-	int64_t resend_after;
+	char resend_chain[EVENT_CHAIN_MAX + 1]; /* the last link read: (chain, seq) */
+	int64_t resend_seq;
 	uint64_t in_flight; /* produced, no delivery report yet */
 	bool queue_full;    /* the producer refused: wait for a delivery report */
-	int64_t *marks;     /* delivered, to mark published */
-	size_t n_marks, cap_marks;
+	/*
+	 * Per chain slot: the links produced since the last resend and their
+	 * reports (win), and the delivered prefix whose cursor move is not sent
+	 * yet (marks, from = 0: none). n_marks counts the links in marks.
+	 */
+	struct publish_window *win;
+	struct mark_range {
+		int64_t from, to;
+	} * marks;
+	size_t n_marks;
 	bool marking, counting;
 	/*
 	 * Stopping (relay_drain): reads run back to back, and caught_up says a
@@ -127,30 +144,65 @@ static void metric_set(const struct relay *r, enum shm_gauge_id id, int64_t v)
 
 /* ---- Kafka ---- */
 
+/* The chain of slot i: "vshard:<i>", or the named chain. */
+static void slot_chain(const struct relay *r, int i, char *out, size_t cap)
+{
+	if (i < RELAY_VSHARDS)
+		snprintf(out, cap, "vshard:%d", i);
+	else
+		snprintf(out, cap, "%s", r->chain);
+}
+
+/* The slot of a chain the relay seals; -1 for any other. */
+static int chain_slot(const struct relay *r, const char *chain)
+{
+	char *end;
+	long v;
+
+	if (!strncmp(chain, "vshard:", 7)) {
+		v = strtol(chain + 7, &end, 10);
+		return end != chain + 7 && !*end && v >= 0 && v < RELAY_VSHARDS ? (int)v : -1;
+	}
+	return r->chain[0] && !strcmp(chain, r->chain) ? RELAY_VSHARDS : -1;
+}
+
+/*
+ * A report moves its chain's window; the acknowledged prefix it completes
+ * joins the chain's cursor move waiting to be sent (mark()). A failure
+ * stops the window there (nothing after it moves) and starts a resend from
+ * the cursor once nothing is in flight.
+ */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
 	struct relay *r = opaque;
-	int64_t id = (int64_t)(intptr_t)m->_private;
+	uint64_t tag = (uint64_t)(uintptr_t)m->_private;
+	int slot = (int)(tag & ((1u << SLOT_BITS) - 1));
+	int64_t seq = (int64_t)(tag >> SLOT_BITS), from, to;
+	struct mark_range *mr;
 
 	(void)rk;
 	r->in_flight--;
 	r->queue_full = false;
+	if (slot >= RELAY_SLOTS)
+		return; /* never produced with such a tag */
+	pw_acked(&r->win[slot], seq, !m->err);
 	if (m->err) {
+		char chain[EVENT_CHAIN_MAX + 1];
+
 		r->resend = true;
 		metric_add(r, MET_EVENT_DELIVERY_FAILURES, 1);
-		log_warn("relay: event %lld not delivered: %s", (long long)id,
+		slot_chain(r, slot, chain, sizeof(chain));
+		log_warn("relay: link %lld of %s not delivered: %s", (long long)seq, chain,
 			 rd_kafka_err2str(m->err));
 		return;
 	}
-	if (r->n_marks == r->cap_marks) {
-		size_t cap = r->cap_marks ? 2 * r->cap_marks : 1024;
-		int64_t *p = realloc(r->marks, cap * sizeof(*p));
-		if (!p)
-			return; /* left unpublished: produced again later */
-		r->marks = p;
-		r->cap_marks = cap;
-	}
-	r->marks[r->n_marks++] = id;
+	if (!pw_take(&r->win[slot], &from, &to))
+		return;
+	mr = &r->marks[slot];
+	if (!mr->from)
+		mr->from = from;
+	mr->to = to;
+	r->n_marks += (size_t)(to - from + 1);
 }
 
 static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -206,13 +258,16 @@ static rd_kafka_t *producer(struct relay *r, struct outbox_error *err)
 	return rk;
 }
 
-/* Produce e; 0, or a librdkafka error (QUEUE_FULL: try again later). */
-static rd_kafka_resp_err_t produce(struct relay *r, const struct event_rec *e)
+/* Produce e of chain slot; 0, or a librdkafka error (QUEUE_FULL: try again later). */
+static rd_kafka_resp_err_t produce(struct relay *r, const struct event_rec *e, int slot)
 {
 	char key[24], type[96], id[24], subject[24], *value;
-	json_t *ce = event_to_cloud(e, r->source);
+	json_t *ce;
 	rd_kafka_resp_err_t rc;
 
+	if (slot < 0 || e->chain_seq < 1 || e->chain_seq > SEQ_MAX)
+		return RD_KAFKA_RESP_ERR__INVALID_ARG; /* not a link of a chain it relays */
+	ce = event_to_cloud(e, r->source);
 	if (!ce || !(value = json_dumps(ce, JSON_COMPACT))) {
 		json_decref(ce);
 		return RD_KAFKA_RESP_ERR__FAIL;
@@ -229,27 +284,41 @@ static rd_kafka_resp_err_t produce(struct relay *r, const struct event_rec *e)
 				  -1),
 		RD_KAFKA_V_HEADER("ce_id", id, -1), RD_KAFKA_V_HEADER("ce_type", type, -1),
 		RD_KAFKA_V_HEADER("ce_subject", subject, -1),
-		RD_KAFKA_V_OPAQUE((void *)(intptr_t)e->id), RD_KAFKA_V_END);
+		RD_KAFKA_V_OPAQUE(
+			(void *)(uintptr_t)((uint64_t)e->chain_seq << SLOT_BITS | (uint64_t)slot)),
+		RD_KAFKA_V_END);
 	if (rc)
 		free(value);
 	return rc;
 }
 
-/* Produce the sealed head of the FIFO, in order, while the producer takes them. */
+/*
+ * Produce the sealed head of the FIFO, in order, while the producer takes
+ * them. Each link produced enters its chain's window; one the producer
+ * refused enters it failed, so the cursor stops before it.
+ */
 static void produce_fifo(struct relay *r)
 {
 	size_t k = 0;
 
 	r->queue_full = false;
 	while (k < r->n_fifo && !r->fifo[k].batch) {
-		rd_kafka_resp_err_t rc = produce(r, &r->fifo[k].e);
+		const struct event_rec *e = &r->fifo[k].e;
+		int slot = chain_slot(r, e->chain);
+		rd_kafka_resp_err_t rc = produce(r, e, slot);
+
 		if (rc == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 			r->queue_full = true;
 			break;
 		}
+		if (slot >= 0 && pw_produced(&r->win[slot], e->chain_seq) != 0)
+			r->resend = true; /* out of chain order: the cursor stops here */
 		if (rc) {
-			log_warn("relay: event %lld: %s (produced again later)",
-				 (long long)r->fifo[k].e.id, rd_kafka_err2str(rc));
+			log_warn("relay: event %lld (link %lld of %s): %s (produced again later)",
+				 (long long)e->id, (long long)e->chain_seq, e->chain,
+				 rd_kafka_err2str(rc));
+			if (slot >= 0)
+				pw_acked(&r->win[slot], e->chain_seq, false);
 			r->resend = true;
 		} else {
 			r->in_flight++;
@@ -679,7 +748,7 @@ static void on_unsealed(PGresult *res, void *arg)
 	drop_batch(r, -1);
 }
 
-/* A page of sealed rows not yet published: produced again, in id order. */
+/* A page of sealed links past their chains' cursors: produced again, in chain order. */
 static void on_unpublished(PGresult *res, void *arg)
 {
 	struct relay *r = arg;
@@ -709,24 +778,41 @@ static void on_unpublished(PGresult *res, void *arg)
 			op_columns(res, i, 8, &s->e);
 		snprintf(s->e.chain, sizeof(s->e.chain), "%s", PQgetvalue(res, i, 11));
 		s->e.chain_seq = strtoll(PQgetvalue(res, i, 12), NULL, 10);
-		r->resend_after = s->e.id;
+		snprintf(r->resend_chain, sizeof(r->resend_chain), "%s", s->e.chain);
+		r->resend_seq = s->e.chain_seq;
 	}
 	if (n < RELAY_PAGE) {
 		r->resending = false;
-		r->resend_after = 0;
+		r->resend_chain[0] = '\0';
+		r->resend_seq = 0;
 	}
 	produce_fifo(r);
 }
 
+/*
+ * The cursors moved, except for the chains answered: a gap before the
+ * range (links this relay never saw delivered) or a range past the head.
+ * Those, and every chain after a failed or lost statement, are produced
+ * again from their cursors.
+ */
 static void on_marked(PGresult *res, void *arg)
 {
 	struct relay *r = arg;
 
 	r->marking = false;
-	if (!pgq_ok(res) && res)
-		failed(r, "events_published", res);
-	else if (res)
-		succeeded(r);
+	if (!pgq_ok(res)) {
+		if (res)
+			failed(r, "events_published_upto", res);
+		r->resend = true;
+		return;
+	}
+	succeeded(r);
+	for (int i = 0; i < PQntuples(res); i++)
+		log_warn("relay: the published cursor of %s did not move (a gap before what was "
+			 "delivered): produced again from it",
+			 PQgetvalue(res, i, 0));
+	if (PQntuples(res))
+		r->resend = true;
 }
 
 static void on_counted(PGresult *res, void *arg)
@@ -756,36 +842,44 @@ static bool arrays(const struct relay *r, char *vs, char *chains, size_t cap)
 	return a > 1 || r->chain[0];
 }
 
+/* Send the cursor moves waiting (marks), many chains in one statement. */
 static void mark(struct relay *r, int64_t now)
 {
-	size_t cap = r->n_marks * 21 + 4, a = 1;
-	char *ids;
-	const char *p[1];
+	struct arr chains = {0}, froms = {0}, tos = {0};
+	char chain[EVENT_CHAIN_MAX + 1];
 
-	if (r->marking || !r->n_marks || (r->n_marks < RELAY_MARK_MAX && now < r->next_mark_ms) ||
-	    !(ids = malloc(cap)))
+	if (r->marking || !r->n_marks || (r->n_marks < RELAY_MARK_MAX && now < r->next_mark_ms))
 		return;
-	ids[0] = '{';
-	for (size_t i = 0; i < r->n_marks; i++)
-		a += (size_t)snprintf(ids + a, cap - a, "%s%lld", i ? "," : "",
-				      (long long)r->marks[i]);
-	snprintf(ids + a, cap - a, "}");
-	p[0] = ids;
-	if (pgq_send(&r->pg, "SELECT outbox.events_published($1::bigint[])", 1, p, on_marked, r) ==
-	    0) {
+	for (int i = 0; i < RELAY_SLOTS; i++) {
+		if (!r->marks[i].from)
+			continue;
+		slot_chain(r, i, chain, sizeof(chain));
+		arr_add(&chains, "\"%s\"", chain);
+		arr_add(&froms, "%lld", (long long)r->marks[i].from);
+		arr_add(&tos, "%lld", (long long)r->marks[i].to);
+	}
+	const char *p[3] = {chains.s, froms.s, tos.s};
+	if (!chains.oom && !froms.oom && !tos.oom && chains.s &&
+	    pgq_send(&r->pg,
+		     "SELECT * FROM outbox.events_published_upto($1::text[], $2::bigint[], "
+		     "$3::bigint[])",
+		     3, p, on_marked, r) == 0) {
 		metric_add(r, MET_EVENTS_PUBLISHED, r->n_marks);
+		memset(r->marks, 0, RELAY_SLOTS * sizeof(*r->marks));
 		r->n_marks = 0;
 		r->marking = true;
 	}
 	r->next_mark_ms = now + RELAY_MARK_MS;
-	free(ids);
+	free(chains.s);
+	free(froms.s);
+	free(tos.s);
 }
 
 /* Read what to produce next: a resend page once it is safe, else unsealed rows. */
 static void read_rows(struct relay *r, int64_t now)
 {
 	size_t cap = (size_t)r->n_vshards * 24 + EVENT_CHAIN_MAX + 8;
-	char *vs, *chains, after[24], lim[16];
+	char *vs, *chains, after_seq[24], lim[16];
 	int rc = -1;
 
 	if (r->reading || r->seals_out || r->n_fifo >= RELAY_FIFO_MAX || !r->source[0])
@@ -794,7 +888,10 @@ static void read_rows(struct relay *r, int64_t now)
 	    !r->n_marks) {
 		r->resend = false; /* nothing of ours is in flight: every unpublished row is due */
 		r->resending = true;
-		r->resend_after = 0;
+		r->resend_chain[0] = '\0';
+		r->resend_seq = 0;
+		for (int i = 0; i < RELAY_SLOTS; i++)
+			pw_reset(&r->win[i]); /* each chain starts again at its cursor */
 	}
 	/*
 	 * A resend waits for what is in flight, and no seal read runs before
@@ -812,15 +909,14 @@ static void read_rows(struct relay *r, int64_t now)
 	}
 	snprintf(lim, sizeof(lim), "%d", RELAY_PAGE);
 	if (arrays(r, vs, chains, cap)) {
-		snprintf(after, sizeof(after), "%lld", (long long)r->resend_after);
-		const char *pu[3] = {chains, after, lim}, *pv[2] = {vs, lim},
+		snprintf(after_seq, sizeof(after_seq), "%lld", (long long)r->resend_seq);
+		const char *pu[4] = {chains, r->resend_chain, after_seq, lim}, *pv[2] = {vs, lim},
 			   *pc[2] = {r->chain, lim};
 		if (r->resending)
-			rc = pgq_send(
-				&r->pg,
-				"SELECT * FROM outbox.events_unpublished($1::text[], $2::bigint, "
-				"$3::int)",
-				3, pu, on_unpublished, r);
+			rc = pgq_send(&r->pg,
+				      "SELECT * FROM outbox.events_unpublished($1::text[], $2, "
+				      "$3::bigint, $4::int)",
+				      4, pu, on_unpublished, r);
 		else if (r->n_vshards)
 			rc = pgq_send(&r->pg,
 				      "SELECT * FROM outbox.events_unsealed($1::int[], $2::int)", 2,
@@ -847,13 +943,16 @@ static void count_backlog(struct relay *r, int64_t now)
 	r->next_count_ms = now + RELAY_BACKLOG_MS;
 	if ((chains = malloc(cap)) && arrays(r, vs, chains, cap)) {
 		const char *p[2] = {chains, vs};
+		/* the links past the cursors, and the rows not sealed yet */
 		r->counting =
-			pgq_send(&r->pg,
-				 "SELECT count(*) FROM (SELECT 1 FROM outbox.events e LEFT JOIN "
-				 "outbox.ops o ON o.id = e.op_id WHERE e.published_at IS NULL AND "
-				 "(e.chain = ANY ($1::text[]) OR o.vshard = ANY ($2::int[])) "
-				 "LIMIT 1000000) x",
-				 2, p, on_counted, r) == 0;
+			pgq_send(
+				&r->pg,
+				"SELECT (SELECT coalesce(sum(seq - published_seq), 0) FROM "
+				"outbox.chain_heads WHERE chain = ANY ($1::text[])) + (SELECT "
+				"count(*) FROM (SELECT 1 FROM outbox.events e LEFT JOIN outbox.ops "
+				"o ON o.id = e.op_id WHERE e.chain_seq IS NULL AND (e.chain = ANY "
+				"($1::text[]) OR o.vshard = ANY ($2::int[])) LIMIT 1000000) x)",
+				2, p, on_counted, r) == 0;
 	}
 	free(vs);
 	free(chains);
@@ -1011,6 +1110,13 @@ struct relay *relay_new(const struct relay_config *cfg, struct outbox_error *err
 	snprintf(r->topic, sizeof(r->topic), "%s", cfg->topic);
 	snprintf(r->client, sizeof(r->client), "outboxd-%s", cfg->client);
 	r->pipe[0] = r->pipe[1] = -1;
+	r->win = calloc(RELAY_SLOTS, sizeof(*r->win));
+	r->marks = calloc(RELAY_SLOTS, sizeof(*r->marks));
+	if (!r->win || !r->marks) {
+		outbox_error_set(err, -ENOMEM, "relay", "out of memory");
+		relay_free(r, 0);
+		return NULL;
+	}
 	if (pipe2(r->pipe, O_NONBLOCK | O_CLOEXEC) ||
 	    epoll_ctl(cfg->ep, EPOLL_CTL_ADD, r->pipe[0], &ev)) {
 		outbox_error_set(err, -errno, "relay", "pipe: %s", strerror(errno));
@@ -1113,6 +1219,9 @@ void relay_free(struct relay *r, int flush_ms)
 	for (size_t i = 0; i < r->n_fifo; i++)
 		event_rec_clear(&r->fifo[i].e);
 	free(r->fifo);
+	for (int i = 0; r->win && i < RELAY_SLOTS; i++)
+		pw_free(&r->win[i]);
+	free(r->win);
 	free(r->marks);
 	if (r->pipe[0] >= 0) {
 		epoll_ctl(r->cfg.ep, EPOLL_CTL_DEL, r->pipe[0], NULL);

@@ -17,10 +17,15 @@
  *            mode), headers ce_id, ce_type, ce_subject and content-type. A
  *            full producer queue stops producing until it drains; the rest
  *            waits in order;
- *   mark     rows published from successful delivery reports, in batches;
- *   resend   after a start, a lease taken over, a failed delivery or a lost
- *            connection, once nothing is in flight: every sealed row of its
- *            chains not yet published is produced again. At least once:
+ *   mark     each chain's published cursor (outbox.chain_heads.published_seq)
+ *            over the links Kafka acknowledged with every link before them
+ *            (common/publish_window.h: reports of one chain come back out of
+ *            order across partitions), many chains per statement
+ *            (outbox.events_published_upto); no event row is written;
+ *   resend   after a start, a lease taken over, a failed delivery, a cursor
+ *            that could not move or a lost connection, once nothing is in
+ *            flight: every sealed link past its chain's cursor is produced
+ *            again, in chain order. At least once:
  *            consumers dedupe by the CloudEvent id. No seal read runs while
  *            a resend is due: a predecessor may have sealed an op's first
  *            events and died before producing them, and the op's later
@@ -64,7 +69,7 @@ struct relay *relay_new(const struct relay_config *cfg, struct outbox_error *err
 /*
  * The owner stops: for at most ms, read its chains until a read finds
  * nothing unsealed, seal and produce what it found, wait for the delivery
- * reports and mark the rows published. Call it after the owner's last
+ * reports and move the published cursors. Call it after the owner's last
  * event-writing statement has committed and while its leases still hold
  * (a seal is fenced by them). True when everything the owner wrote is
  * published; false (logged once) leaves the rest to the next owner of the

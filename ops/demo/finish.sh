@@ -49,7 +49,7 @@ kafka_audit() {
 	say "lifecycle events on Kafka: every row of outbox.events, checked by outboxctl audit --verify"
 	local left
 	for _ in $(seq 600); do
-		left=$(sql -c "SELECT count(*) FROM outbox.events WHERE published_at IS NULL")
+		left=$(sql -c "SELECT count(*) FROM outbox.events_not_published")
 		((left == 0)) && break
 		sleep 0.1
 	done

@@ -510,9 +510,9 @@ verdict() {
 		}')
 	# events: every row published and on the topic, and the topic audited clean
 	wait_until 120 bash -c \
-		"[[ \$(psql -X -At -d '$ADMIN_URL' -c 'SELECT count(*) FROM outbox.events WHERE published_at IS NULL') == 0 ]]" ||
+		"[[ \$(psql -X -At -d '$ADMIN_URL' -c 'SELECT count(*) FROM outbox.events_not_published') == 0 ]]" ||
 		true
-	unpub=$(sql -c "SELECT count(*) FROM outbox.events WHERE published_at IS NULL")
+	unpub=$(sql -c "SELECT count(*) FROM outbox.events_not_published")
 	total_events=$(sql -c "SELECT count(*) FROM outbox.events")
 	audit_json=$(OUTBOX_DATABASE_URL=$ADMIN_URL "$B/outboxctl" audit --verify --json \
 		--brokers "$KAFKA" --topic "$TOPIC" 2>"$T/audit.err") || audit_rc=$?

@@ -141,7 +141,7 @@ if ((kernel_core)); then
 fi
 load_wait 300
 wait_for 300 "every op to reach a final state" all_terminal
-wait_until 60 bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c 'SELECT count(*) FROM outbox.events WHERE published_at IS NULL') == 0 ]]" || true
+wait_until 60 bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c 'SELECT count(*) FROM outbox.events_not_published') == 0 ]]" || true
 outboxd_stop
 
 cp "$T/outboxd.log" "$T/artifacts/outboxd.log"

@@ -49,7 +49,8 @@ static long long enq(PGconn *c, const char *user, const char *brid, const char *
 /*
  * What the dispatcher and the relay would have done, by hand: status to
  * the terminal one (through legal moves), every event of those ops sealed
- * (a link of its own chain) and published, updated_at back by age.
+ * (a link of chain vshard:0, chain_seq = id) and published (the chain's
+ * cursor past them), updated_at back by age.
  */
 static void finish(PGconn *c, const char *where, const char *status, const char *age)
 {
@@ -68,10 +69,16 @@ static void finish(PGconn *c, const char *where, const char *status, const char 
 	snprintf(sql, sizeof(sql),
 		 "UPDATE outbox.events SET chain = 'vshard:0', chain_seq = id,"
 		 " chain_prev = decode(repeat('00', 32), 'hex'),"
-		 " chain_hash = sha256(id::text::bytea), published_at = now()"
+		 " chain_hash = sha256(id::text::bytea)"
 		 " WHERE chain_seq IS NULL AND op_id IN (SELECT id FROM outbox.ops WHERE %s)",
 		 where);
 	pgtest_exec(c, sql);
+	/* the chain's head and published cursor past every link (schema/0028) */
+	pgtest_exec(c, "INSERT INTO outbox.chain_heads AS h (chain, seq, hash, published_seq) "
+		       "SELECT 'vshard:0', max(chain_seq), decode(repeat('00', 32), 'hex'), "
+		       "max(chain_seq) FROM outbox.events WHERE chain = 'vshard:0' "
+		       "ON CONFLICT (chain) DO UPDATE SET seq = excluded.seq, "
+		       "published_seq = excluded.seq");
 	snprintf(sql, sizeof(sql),
 		 "UPDATE outbox.ops SET updated_at = now() - interval '%s' WHERE %s", age, where);
 	pgtest_exec(c, sql);
@@ -111,19 +118,27 @@ START_TEST(test_only_old_published_terminal_ops_move)
 		       " FROM outbox.ops WHERE business_record_id = 'r7'");
 	/* r8: FAILED, old, published: moves */
 	finish(c, "business_record_id = 'r8'", "FAILED", "3 days");
+	/* r9: its event is sealed on a chain whose cursor is behind it (schema/0028) */
+	enq(c, "u1", "r9", PAY("5"), NULL);
+	finish(c, "business_record_id = 'r9'", "CONFIRMED", "2 hours");
+	pgtest_exec(c, "INSERT INTO outbox.chain_heads (chain, seq, hash) SELECT 'vshard:1', "
+		       "max(e.chain_seq), decode(repeat('00', 32), 'hex') FROM outbox.events e "
+		       "JOIN outbox.ops o ON o.id = e.op_id WHERE o.business_record_id = 'r9'");
+	pgtest_exec(c, "UPDATE outbox.events SET chain = 'vshard:1' WHERE op_id IN (SELECT id "
+		       "FROM outbox.ops WHERE business_record_id = 'r9')");
 
 	ck_assert_int_eq(archive_all(c), 4);
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.ops WHERE"
 					  " business_record_id IN ('r0', 'r1', 'r2', 'r8')"),
 			 0);
-	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.ops"), 5);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.ops"), 6);
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.ops_archive"), 4);
 	/* attempts and events went with them; the chains are still whole in events_all */
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events e WHERE NOT EXISTS"
 					  " (SELECT 1 FROM outbox.ops o WHERE o.id = e.op_id)"),
 			 0);
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_archive"), 4);
-	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_all"), 10);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_all"), 11);
 	/* the retention cannot be shorter than an hour, the batch is bounded */
 	{
 		PGresult *r = PQexec(c, "SELECT outbox.archive_terminal('59 minutes', 10)");
@@ -166,6 +181,13 @@ START_TEST(test_only_old_published_terminal_ops_move)
 		ck_assert_int_eq(pclose(p), 0);
 		ck_assert_msg(strstr(out, "archived") && strstr(out, "CONFIRMED"), "%s", out);
 	}
+	/* once the cursor of r9's chain passes its event, it moves too */
+	pgtest_exec(c,
+		    "UPDATE outbox.chain_heads SET published_seq = seq WHERE chain = 'vshard:1'");
+	ck_assert_int_eq(archive_all(c), 1);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_archive WHERE "
+					  "chain = 'vshard:1' AND published_at IS NOT NULL"),
+			 1);
 	PQfinish(c);
 }
 END_TEST

@@ -86,7 +86,7 @@ START_TEST(test_creates_op_and_event)
 	snprintf(sql, sizeof(sql),
 		 "SELECT count(*) FROM outbox.events WHERE op_id = %lld AND seq = 1 "
 		 "AND type = 'ENQUEUED' AND from_status IS NULL AND to_status = 'PENDING' "
-		 "AND published_at IS NULL AND body->>'idempotency_key' = 'WITHDRAW:u1:w-17' "
+		 "AND chain_seq IS NULL AND body->>'idempotency_key' = 'WITHDRAW:u1:w-17' "
 		 "AND body->>'priority' = 'CRITICAL'",
 		 (long long)out.id);
 	ck_assert_int_eq(pgtest_scalar(c, sql), 1);

@@ -13,7 +13,10 @@
  *	a relay whose database is down does not make its owner's loop spin;
  *	reads that keep failing (a lock, a statement_timeout) warn once;
  *	a relay without a stats block (relay.h allows it) seals, produces and
- *	    marks published like any other.
+ *	    marks published like any other;
+ *	the published cursors (schema/0028) move only over a range that
+ *	    continues them, never back, and the resend reads what follows them
+ *	    in chain order, page by page.
  */
 #include "common/idempotency.h"
 #include "common/stellar/sign.h"
@@ -88,10 +91,10 @@ static void enqueue_mix(struct fixture *f, const char *tag, int n)
 /* Every event published: the relay's work is done. */
 static void wait_published(struct fixture *f, unsigned timeout_ms)
 {
-	ck_assert_msg(wait_for(f, "SELECT count(*) FROM outbox.events WHERE published_at IS NULL",
-			       0, timeout_ms),
-		      "%lld events not published",
-		      q1(f, "SELECT count(*) FROM outbox.events WHERE published_at IS NULL"));
+	ck_assert_msg(
+		wait_for(f, "SELECT count(*) FROM outbox.events_not_published", 0, timeout_ms),
+		"%lld events not published",
+		q1(f, "SELECT count(*) FROM outbox.events_not_published"));
 }
 
 /* Run outboxctl audit on the topic; returns its exit status, the JSON in *out. */
@@ -524,8 +527,8 @@ START_TEST(test_no_stats_block)
 	r = chain_relay(ep, db.conninfo, kafkatest_brokers(), t, NULL, "oracle:nostats");
 	for (int64_t end = mono_ms() + 60000; !published && mono_ms() < end;) {
 		relay_run(r, ep, 250);
-		res = PQexec(c,
-			     "SELECT count(*) FROM outbox.events WHERE published_at IS NOT NULL");
+		res = PQexec(c, "SELECT (SELECT count(*) FROM outbox.events) - (SELECT count(*) "
+				"FROM outbox.events_not_published)");
 		published =
 			PQresultStatus(res) == PGRES_TUPLES_OK && atoi(PQgetvalue(res, 0, 0)) == 1;
 		PQclear(res);
@@ -562,8 +565,8 @@ START_TEST(test_drain_publishes_the_last_writes)
 		       "FROM generate_series(1, 2500) i"); /* more than a page */
 	r = chain_relay(ep, db.conninfo, kafkatest_brokers(), t, NULL, "oracle:drain");
 	ck_assert_msg(relay_drain(r, 60000), "relay_drain gave up within 60 s");
-	res = PQexec(c, "SELECT count(*) FILTER (WHERE published_at IS NOT NULL), count(*) "
-			"FROM outbox.events");
+	res = PQexec(c, "SELECT (SELECT count(*) FROM outbox.events) - (SELECT count(*) FROM "
+			"outbox.events_not_published), (SELECT count(*) FROM outbox.events)");
 	ck_assert_int_eq(PQresultStatus(res), PGRES_TUPLES_OK);
 	ck_assert_msg(!strcmp(PQgetvalue(res, 0, 0), "2500") &&
 			      !strcmp(PQgetvalue(res, 0, 1), "2500"),
@@ -887,6 +890,125 @@ START_TEST(test_seal_vshards_at_once)
 }
 END_TEST
 
+/* outbox.events_published_upto: the chains refused, as one sorted text ("" for none). */
+static void upto(PGconn *c, const char *chains, const char *froms, const char *tos, char *out,
+		 size_t n)
+{
+	PGresult *r =
+		PQexecParams(c,
+			     "SELECT coalesce(string_agg(x, ',' ORDER BY x), '') FROM "
+			     "outbox.events_published_upto($1, $2, $3) x",
+			     3, NULL, (const char *const[]){chains, froms, tos}, NULL, NULL, 0);
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+	snprintf(out, n, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+}
+
+/* The (chain, chain_seq) of a resend page, as "chain:seq,..." . */
+static void page(PGconn *c, const char *after_chain, const char *after_seq, const char *lim,
+		 char *out, size_t n)
+{
+	PGresult *r = PQexecParams(
+		c,
+		"SELECT coalesce(string_agg(chain || '/' || chain_seq, ',' ORDER BY o), '') FROM "
+		"outbox.events_unpublished('{oracle:p,oracle:q,oracle:r}', $1, $2, $3) WITH "
+		"ORDINALITY x (id, op_id, seq, type, f, t, at_us, body, k, kind, prio, chain, "
+		"chain_seq, prev, hash, o)",
+		3, NULL, (const char *const[]){after_chain, after_seq, lim}, NULL, NULL, 0);
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+	snprintf(out, n, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+}
+
+/*
+ * schema/0028: a chain's published cursor moves over a delivered range only
+ * when the range continues it (no gap) and stays within the chain's head;
+ * never back; a refused chain is answered and the others still move. What
+ * is past the cursors is read in (chain, chain_seq) order, paged by the
+ * last link read; events_not_published and archive_terminal agree with it.
+ */
+START_TEST(test_published_cursor)
+{
+	struct pgtest_db db;
+	PGconn *c;
+	char sql[2048], got[512], ids[64];
+
+	pgtest_setup(&db, 2);
+	c = pgtest_connect(&db);
+	/* chains p (3 links), q (2), r (1), all sealed */
+	pgtest_exec(c,
+		    "SELECT outbox.fee_event(i, jsonb_build_object('base_fee', n)) FROM "
+		    "(VALUES ('p', 1), ('q', 2), ('p', 3), ('r', 4), ('q', 5), ('p', 6)) v (i, n)");
+	for (const char *const *ch = (const char *const[]){"p", "q", "r", NULL}; *ch; ch++) {
+		PGresult *r;
+
+		snprintf(sql, sizeof(sql),
+			 "SELECT array_agg(id ORDER BY id)::text FROM outbox.events WHERE chain = "
+			 "'oracle:%s'",
+			 *ch);
+		r = PQexec(c, sql);
+		snprintf(ids, sizeof(ids), "%s", PQgetvalue(r, 0, 0));
+		PQclear(r);
+		snprintf(got, sizeof(got), "oracle:%s", *ch);
+		seal_sql(c, sql, sizeof(sql), "", "NULL", 0, got, ids);
+		pgtest_exec(c, sql);
+	}
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_not_published"), 6);
+	page(c, "", "0", "100", got, sizeof(got));
+	ck_assert_str_eq(got, "oracle:p/1,oracle:p/2,oracle:p/3,oracle:q/1,oracle:q/2,oracle:r/1");
+	/* pages of 2, each after the last link read */
+	page(c, "", "0", "2", got, sizeof(got));
+	ck_assert_str_eq(got, "oracle:p/1,oracle:p/2");
+	page(c, "oracle:p", "2", "2", got, sizeof(got));
+	ck_assert_str_eq(got, "oracle:p/3,oracle:q/1");
+	page(c, "oracle:q", "1", "2", got, sizeof(got));
+	ck_assert_str_eq(got, "oracle:q/2,oracle:r/1");
+	page(c, "oracle:r", "1", "2", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+
+	/* a gap (p starts at 2), past the head (q to 3), no such chain: refused, r moves */
+	upto(c, "{oracle:p,oracle:q,oracle:r,oracle:none}", "{2,1,1,1}", "{3,3,1,1}", got,
+	     sizeof(got));
+	ck_assert_str_eq(got, "oracle:none,oracle:p,oracle:q");
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT sum(published_seq) FROM outbox.chain_heads"), 1);
+	/* p's first link, then its rest; q's two links in one range */
+	upto(c, "{oracle:p}", "{1}", "{1}", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	upto(c, "{oracle:p,oracle:q}", "{2,1}", "{3,2}", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_not_published"), 0);
+	page(c, "", "0", "100", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	/* a range already covered (an old owner's late report) changes nothing, never back */
+	upto(c, "{oracle:p}", "{1}", "{2}", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	ck_assert_int_eq(
+		pgtest_scalar(
+			c, "SELECT published_seq FROM outbox.chain_heads WHERE chain = 'oracle:p'"),
+		3);
+	/* a new link of p is past its cursor again */
+	pgtest_exec(c, "SELECT outbox.fee_event('p', '{\"base_fee\": 7}')");
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_not_published"), 1);
+	/* malformed calls name what is wrong */
+	seal_refused(c, "OB422",
+		     "SELECT outbox.events_published_upto('{oracle:p,oracle:p}', '{4,4}', '{4,4}')",
+		     "a chain twice");
+	seal_refused(c, "OB422", "SELECT outbox.events_published_upto('{oracle:p}', '{3}', '{2}')",
+		     "to before from");
+	seal_refused(c, "OB422", "SELECT outbox.events_published_upto('{oracle:p}', '{0}', '{1}')",
+		     "from 0");
+	seal_refused(c, "OB422",
+		     "SELECT outbox.events_published_upto('{oracle:p}', '{1,2}', '{3}')",
+		     "arrays of different lengths");
+	seal_refused(c, "OB422", "SELECT * FROM outbox.events_unpublished('{oracle:p}', '', 0, 0)",
+		     "a page of 0");
+	PQfinish(c);
+	pgtest_teardown(&db);
+}
+END_TEST
+
 static Suite *event_relay_suite(void)
 {
 	Suite *s = suite_create("event_relay");
@@ -908,6 +1030,7 @@ static Suite *event_relay_suite(void)
 	dh_add_case(s, "seal_refuses", test_seal_refuses_foreign_events, 300);
 	dh_add_case(s, "seal_vshards_at_once", test_seal_vshards_at_once, 120);
 	dh_add_case(s, "no_stats_block", test_no_stats_block, 120);
+	dh_add_case(s, "published_cursor", test_published_cursor, 120);
 	return s;
 }
 
