@@ -14,12 +14,14 @@
  *	backlog  BENCH_EVENTS (20000) ops enqueued through outbox.enqueue (one
  *	         ENQUEUED event each) in transactions of 1000, while the relay
  *	         is connected but holds no lease. Then it gets the leases and the
- *	         clock starts: events/s until the last row is published (the
- *	         newest published_at), and when the relay's counters reached the
+ *	         clock starts: events/s until every event is published, i.e.
+ *	         until the last published cursor moved (the newest
+ *	         outbox.chain_heads.published_at: the now() of the statement
+ *	         that moved it), and when the relay's counters reached the
  *	         event count: sealed_s, produced_s, acked_s (the last delivery
- *	         report went into a mark statement, at most RELAY_MARK_MS after
- *	         the acknowledgement). Also the CPU this process used (the relay
- *	         and librdkafka's threads), the CPU of the relay's PostgreSQL
+ *	         report went into a cursor statement, at most RELAY_MARK_MS
+ *	         after the acknowledgement). Also the CPU this process used (the
+ *	         relay and librdkafka's threads), the CPU of the relay's PostgreSQL
  *	         backend (from /proc, so the server must be this host's, as
  *	         pgtest.h requires anyway), and the loop turns.
  *	steady   for each rate of BENCH_RATES ("500,2000"; "none" skips the
@@ -28,12 +30,26 @@
  *	         BENCH_TICK_MS (10) holding the events due by then (a commit per
  *	         event cannot reach 2000/s on a loaded 2-core machine). Lag
  *	         p50/p99/max over the phase's events, three ways:
- *	           lag_*          from the database: published_at - at. at is
- *	                          the enqueue transaction's now() (its start, a
- *	                          few ms before its commit), published_at the
- *	                          now() of the mark statement that recorded the
- *	                          delivery report, so it includes the mark
- *	                          batching (up to RELAY_MARK_MS);
+ *	           lag_*          first cursor poll covering the event - at.
+ *	                          An event's row keeps no publish time (its
+ *	                          chain's cursor covers it: 0028), so while the
+ *	                          phase runs the bench polls outbox.chain_heads
+ *	                          (chain, published_seq) on its own connection,
+ *	                          after a loop turn once CURSOR_POLL_MS (10)
+ *	                          have passed since the last poll (a turn waits
+ *	                          at most 20 ms), and once more when everything
+ *	                          is published. An event's publish time is when
+ *	                          the answer arrived of the first poll in which
+ *	                          its chain's published_seq >= its chain_seq; at
+ *	                          is the enqueue transaction's now() (its start,
+ *	                          a few ms before its commit). So it includes
+ *	                          the cursor batching (up to RELAY_MARK_MS) and
+ *	                          up to one poll interval, which is its
+ *	                          resolution: 10-20 ms, more on a loaded
+ *	                          machine (lag_poll_gap_max_ms is the longest
+ *	                          gap between two polls, lag_polls their count).
+ *	                          The polls are not the relay's backend's, so
+ *	                          pg_backend_cpu_s does not count them;
  *	           produce_lag_*  the Kafka message's CreateTime (librdkafka
  *	                          stamps it when the relay produces) - the
  *	                          CloudEvent time (events.at): the idle poll and
@@ -41,7 +57,7 @@
  *	           consume_lag_*  when a consumer of the topic (a third thread)
  *	                          got the message - the CloudEvent time: commit
  *	                          to acknowledgement plus the consumer's fetch,
- *	                          without the marks.
+ *	                          without the cursor moves.
  *	         enqueue_txn_p50/p99_ms say how long the enqueue transactions took,
  *	         i.e. how much earlier than its commit an event's time is.
  *
@@ -84,6 +100,7 @@
 #define LEASE_RENEW_MS 60000
 #define TAG_PG         1
 #define TAG_KAFKA      2
+#define CURSOR_POLL_MS 10 /* a steady phase's polls of the published cursors */
 
 struct bench {
 	struct pgtest_db db;
@@ -549,17 +566,16 @@ static void drive_for(struct bench *b, int ms)
 		turn(b, (int)(until - mono_ms()));
 }
 
-/* Unpublished events with id > after; -1 on error. */
+/* Events with id > after that Kafka has not acknowledged; -1 on error. */
 static long unpublished_after(struct bench *b, long after)
 {
 	char a[24];
 	const char *p[1] = {a};
 
 	snprintf(a, sizeof(a), "%ld", after);
-	return (long)scalar(b->admin,
-			    "SELECT count(*) FROM outbox.events WHERE id > $1::bigint AND "
-			    "published_at IS NULL",
-			    1, p);
+	return (long)scalar(
+		b->admin, "SELECT count(*) FROM outbox.events_not_published WHERE id > $1::bigint",
+		1, p);
 }
 
 static long max_event_id(struct bench *b)
@@ -653,15 +669,12 @@ static int phase_backlog(struct bench *b, long events)
 		return -1;
 	}
 	{
-		char a[24];
-		const char *p[1] = {a};
 		double cpu = cpu_self_s() - cpu0, pg = cpu_pid_s(pid) - pg0;
 
-		snprintf(a, sizeof(a), "%ld", first);
 		last = scalar(b->admin,
-			      "SELECT extract(epoch FROM max(published_at)) FROM outbox.events "
-			      "WHERE id > $1::bigint",
-			      1, p) -
+			      "SELECT extract(epoch FROM max(published_at)) FROM "
+			      "outbox.chain_heads",
+			      0, NULL) -
 		       t0_wall;
 		printf("{\"bench\":\"relay\",\"phase\":\"backlog\",\"events\":%ld,"
 		       "\"enqueue_s\":%.2f,\"seconds\":%.3f,\"events_per_s\":%.0f,"
@@ -682,28 +695,192 @@ static int phase_backlog(struct bench *b, long events)
 	return 0;
 }
 
-/* The database's lag of the events after `first`: p50, p99, max in ms. */
-static int db_lag(struct bench *b, long first, double ms[3])
+/* ---- the published cursors of a steady phase, as the bench sees them ---- */
+
+/* One chain's cursor as the polls saw it: first at t[i], it was at seq[i]. */
+struct chain_moves {
+	char *chain;
+	int64_t *seq;
+	double *t;
+	size_t n, cap;
+};
+
+/*
+ * The polls of outbox.chain_heads of a steady phase (the header): every
+ * published_seq a poll saw first, per chain, with the wall-clock time its
+ * answer arrived. A cursor never moves back: seq and t grow together.
+ */
+struct cursor_watch {
+	struct chain_moves *c; /* sorted by chain */
+	size_t n, cap;
+	int64_t next_ms; /* mono_ms() of the next poll */
+	long polls;
+	double last_t, max_gap_ms;
+	bool failed;
+};
+
+/* The chain's moves; added (sorted) when add and it is new; NULL if not (or no memory). */
+static struct chain_moves *watch_chain(struct cursor_watch *w, const char *chain, bool add)
+{
+	size_t lo = 0, hi = w->n;
+	char *name;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(w->c[mid].chain, chain);
+
+		if (!c)
+			return &w->c[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!add)
+		return NULL;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct chain_moves *p = realloc(w->c, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		w->c = p;
+		w->cap = cap;
+	}
+	if (!(name = strdup(chain)))
+		return NULL;
+	memmove(&w->c[lo + 1], &w->c[lo], (w->n - lo) * sizeof(*w->c));
+	w->c[lo] = (struct chain_moves){.chain = name};
+	w->n++;
+	return &w->c[lo];
+}
+
+static int watch_move(struct chain_moves *m, int64_t seq, double t)
+{
+	if (m->n && seq <= m->seq[m->n - 1])
+		return 0; /* not moved since the last poll */
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		int64_t *s = realloc(m->seq, cap * sizeof(*s));
+		double *q;
+
+		if (!s)
+			return -1;
+		m->seq = s;
+		if (!(q = realloc(m->t, cap * sizeof(*q))))
+			return -1;
+		m->t = q;
+		m->cap = cap;
+	}
+	m->seq[m->n] = seq;
+	m->t[m->n++] = t;
+	return 0;
+}
+
+/* One poll of every chain's cursor, on the bench's connection. */
+static void watch_poll(struct bench *b, struct cursor_watch *w)
+{
+	PGresult *r = PQexec(b->admin, "SELECT chain, published_seq FROM outbox.chain_heads");
+	double t = wall_s();
+
+	w->next_ms = mono_ms() + CURSOR_POLL_MS;
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		fprintf(stderr, "bench_relay: cursor poll: %s", PQresultErrorMessage(r));
+		w->failed = true;
+	}
+	for (int i = 0; !w->failed && i < PQntuples(r); i++) {
+		struct chain_moves *m = watch_chain(w, PQgetvalue(r, i, 0), true);
+
+		if (!m || watch_move(m, strtoll(PQgetvalue(r, i, 1), NULL, 10), t)) {
+			fprintf(stderr, "bench_relay: cursor poll: out of memory\n");
+			w->failed = true;
+		}
+	}
+	PQclear(r);
+	if (w->polls++ && (t - w->last_t) * 1000.0 > w->max_gap_ms)
+		w->max_gap_ms = (t - w->last_t) * 1000.0;
+	w->last_t = t;
+}
+
+/* drive_until_published's each_turn: a poll once CURSOR_POLL_MS have passed. */
+static void watch_turn(struct bench *b, void *arg)
+{
+	struct cursor_watch *w = arg;
+
+	if (!w->failed && mono_ms() >= w->next_ms)
+		watch_poll(b, w);
+}
+
+static void watch_free(struct cursor_watch *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->c[i].chain);
+		free(w->c[i].seq);
+		free(w->c[i].t);
+	}
+	free(w->c);
+}
+
+/*
+ * The lag of the events after `first`: p50, p99, max in ms of the first
+ * poll covering each event - its at (the header). -1 (logged) when an
+ * event is not covered by any poll or on error.
+ */
+static int poll_lag(struct bench *b, struct cursor_watch *w, long first, double ms[3])
 {
 	char a[24];
 	const char *p[1] = {a};
 	PGresult *r;
-	int rc = -1;
+	double *v = NULL;
+	size_t n = 0, unseen = 0;
+	int rc = -1, rows;
 
 	snprintf(a, sizeof(a), "%ld", first);
 	r = PQexecParams(b->admin,
-			 "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms), "
-			 "percentile_disc(0.99) WITHIN GROUP (ORDER BY ms), max(ms) FROM "
-			 "(SELECT extract(epoch FROM published_at - at) * 1000 AS ms "
-			 "FROM outbox.events WHERE id > $1::bigint) s",
+			 "SELECT chain, chain_seq, extract(epoch FROM at) FROM outbox.events "
+			 "WHERE id > $1::bigint",
 			 1, NULL, p, NULL, NULL, 0);
-	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
-		for (int i = 0; i < 3; i++)
-			ms[i] = strtod(PQgetvalue(r, 0, i), NULL);
-		rc = 0;
-	} else {
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 		fprintf(stderr, "bench_relay: lag: %s", PQresultErrorMessage(r));
+		goto out;
 	}
+	rows = PQntuples(r);
+	if (!(v = malloc((size_t)(rows ? rows : 1) * sizeof(*v))))
+		goto out;
+	for (int i = 0; i < rows; i++) {
+		struct chain_moves *m =
+			PQgetisnull(r, i, 0) ? NULL : watch_chain(w, PQgetvalue(r, i, 0), false);
+		int64_t seq = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+		size_t lo = 0, hi = m ? m->n : 0;
+
+		while (lo < hi) { /* the first move to seq or past it */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (m->seq[mid] >= seq)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (!m || PQgetisnull(r, i, 1) || lo == m->n) {
+			unseen++;
+			continue;
+		}
+		v[n++] = (m->t[lo] - strtod(PQgetvalue(r, i, 2), NULL)) * 1000.0;
+	}
+	if (unseen) {
+		fprintf(stderr,
+			"bench_relay: lag: %zu of %d events published but no cursor poll "
+			"saw them\n",
+			unseen, rows);
+		goto out;
+	}
+	qsort(v, n, sizeof(double), cmp_double);
+	ms[0] = pct(v, n, 0.5);
+	ms[1] = pct(v, n, 0.99);
+	ms[2] = n ? v[n - 1] : -1;
+	rc = 0;
+out:
+	free(v);
 	PQclear(r);
 	return rc;
 }
@@ -711,6 +888,7 @@ static int db_lag(struct bench *b, long first, double ms[3])
 static int phase_steady(struct bench *b, long rate, long seconds, long tick_ms)
 {
 	struct inserter in = {0};
+	struct cursor_watch w = {0};
 	struct consumer k;
 	long first = max_event_id(b), pid = backend_pid(b), got;
 	double cpu0, pg0, ms[3];
@@ -733,10 +911,11 @@ static int phase_steady(struct bench *b, long rate, long seconds, long tick_ms)
 	pg0 = cpu_pid_s(pid);
 	cpu0 = cpu_self_s();
 	b->turns = b->zero_waits = 0;
+	watch_poll(b, &w); /* the cursors before the phase's first event */
 	if (pthread_create(&in.th, NULL, insert_main, &in))
 		goto out;
 	started = true;
-	published = drive_until_published(b, first, &in, NULL, NULL);
+	published = drive_until_published(b, first, &in, watch_turn, &w);
 	pthread_join(in.th, NULL);
 	started = false;
 	if (!published) {
@@ -744,13 +923,15 @@ static int phase_steady(struct bench *b, long rate, long seconds, long tick_ms)
 			b->timeout_s);
 		goto out;
 	}
+	if (!w.failed)
+		watch_poll(b, &w); /* the moves since the last poll, seen at once */
 	{
 		/* the consumer may still be fetching the last messages */
 		int64_t until = mono_ms() + 10000;
 		while (atomic_load(&k.n) < in.inserted && mono_ms() < until)
 			turn(b, 20);
 	}
-	if (in.failed || db_lag(b, first, ms))
+	if (in.failed || w.failed || poll_lag(b, &w, first, ms))
 		goto out;
 	{
 		double cpu = cpu_self_s() - cpu0, pg = cpu_pid_s(pid) - pg0;
@@ -764,7 +945,8 @@ static int phase_steady(struct bench *b, long rate, long seconds, long tick_ms)
 		qsort(in.txn_ms, nt, sizeof(double), cmp_double);
 		printf("{\"bench\":\"relay\",\"phase\":\"steady\",\"offered_per_s\":%ld,"
 		       "\"achieved_per_s\":%.0f,\"events\":%ld,\"lag_p50_ms\":%.1f,"
-		       "\"lag_p99_ms\":%.1f,\"lag_max_ms\":%.1f,\"consumed\":%ld,\"unreadable\":%"
+		       "\"lag_p99_ms\":%.1f,\"lag_max_ms\":%.1f,\"lag_polls\":%ld,"
+		       "\"lag_poll_gap_max_ms\":%.1f,\"consumed\":%ld,\"unreadable\":%"
 		       "ld,"
 		       "\"produce_lag_p50_ms\":%.1f,\"produce_lag_p99_ms\":%.1f,"
 		       "\"consume_lag_p50_ms\":%.1f,\"consume_lag_p99_ms\":%.1f,"
@@ -773,10 +955,11 @@ static int phase_steady(struct bench *b, long rate, long seconds, long tick_ms)
 		       "\"pg_backend_cpu_s\":%.2f,\"loop_turns\":%ld,\"zero_timeout_turns\":%ld,"
 		       "\"load1\":%.2f}\n",
 		       rate, (double)in.inserted / in.elapsed, in.inserted, ms[0], ms[1], ms[2],
-		       got, k.bad, pct(k.produce_ms, n, 0.5), pct(k.produce_ms, n, 0.99),
-		       pct(k.consume_ms, n, 0.5), pct(k.consume_ms, n, 0.99),
-		       n ? k.consume_ms[n - 1] : -1, pct(in.txn_ms, nt, 0.5),
-		       pct(in.txn_ms, nt, 0.99), cpu, pg, b->turns, b->zero_waits, load1());
+		       w.polls, w.max_gap_ms, got, k.bad, pct(k.produce_ms, n, 0.5),
+		       pct(k.produce_ms, n, 0.99), pct(k.consume_ms, n, 0.5),
+		       pct(k.consume_ms, n, 0.99), n ? k.consume_ms[n - 1] : -1,
+		       pct(in.txn_ms, nt, 0.5), pct(in.txn_ms, nt, 0.99), cpu, pg, b->turns,
+		       b->zero_waits, load1());
 		fflush(stdout);
 		rc = 0;
 	}
@@ -788,6 +971,7 @@ out:
 	free(k.produce_ms);
 	free(k.consume_ms);
 	free(in.txn_ms);
+	watch_free(&w);
 	return rc;
 }
 
