@@ -505,6 +505,150 @@ START_TEST(test_claim_order)
 }
 END_TEST
 
+/*
+ * One claim in a transaction that is rolled back: its rows (op, signer,
+ * seq_high, in order) and, after it, every lane (in_flight, pending_best,
+ * whole seconds to next_due or "inf", recheck_s, gen) and every op's
+ * claimed_epoch, as one text. loop_only: claim_lanes answers nothing in
+ * that transaction, so the claim is 0027's loop alone.
+ */
+static void claim_state(PGconn *c, long long e, int batch, int mp, bool loop_only, char *out,
+			size_t n)
+{
+	char state[6144];
+	size_t len;
+
+	ok(c, "BEGIN");
+	if (loop_only)
+		ok(c,
+		   "CREATE OR REPLACE FUNCTION outbox.claim_lanes(vshards integer[], epochs "
+		   "bigint[], batch integer, max_priority integer) RETURNS TABLE (op_id bigint, "
+		   "vshard integer, signer text, kind text, priority smallint, user_id text, "
+		   "idempotency_key text, payload jsonb, attempts integer, fee_bumps integer, "
+		   "created_at timestamptz, attempts_base integer, seq_high bigint) LANGUAGE sql "
+		   "AS $f$SELECT NULL::bigint, 0, '', '', 0::smallint, '', '', '{}'::jsonb, 0, 0, "
+		   "now(), 0, 0::bigint WHERE false$f$");
+	text(c, out, n,
+	     "SELECT coalesce((SELECT string_agg(op_id || ':' || signer || ':' || "
+	     "coalesce(seq_high::text, '-'), ' ' ORDER BY o) FROM (SELECT *, row_number() OVER () "
+	     "o FROM outbox.claim('" OWNER "', '{0}', '{%lld}', 1, %d, %d)) x), '')",
+	     e, batch, mp);
+	/* a statement of its own: one statement never sees its own writes */
+	text(c, state, sizeof(state),
+	     "SELECT (SELECT string_agg(signer || ':' || in_flight || ':' || "
+	     "coalesce(pending_best::text, '-') || ':' || CASE WHEN next_due = 'infinity' THEN "
+	     "'inf' ELSE round(extract(epoch FROM next_due - now()))::text END || ':' || "
+	     "recheck_s || ':' || gen, ' ' ORDER BY signer) FROM outbox.lanes) || ' | ' || "
+	     "(SELECT string_agg(id || ':' || coalesce(claimed_epoch::text, '-'), ' ' ORDER BY id) "
+	     "FROM outbox.ops)");
+	len = strlen(out);
+	snprintf(out + len, n - len, " | %s", state);
+	ok(c, "ROLLBACK");
+}
+
+/*
+ * 0029: with per_account_max 1 the claim takes the plainly takeable lanes
+ * in one statement (claim_lanes) and leaves the rest to 0027's loop. Over
+ * random queues - every priority, held users, ops due later (a lane due
+ * with nothing ready), a lane due while reserved, a lane and an op locked
+ * by another session - every claim (batch 1..12, each max_priority)
+ * returns the rows the loop alone returns, in its order, and leaves every
+ * lane and op as the loop does.
+ */
+START_TEST(test_claim_by_set)
+{
+	PGconn *c = pgtest_connect(&db), *other = pgtest_connect(&db);
+	long long e = lease(c, OWNER, 0), ids[4];
+	static const char *const prio[] = {"CRITICAL", "NORMAL", "LOW"};
+	char set[8192], loop[8192];
+	unsigned seed = 12345;
+	int compared = 0, took = 0, seq_from_attempts = 0;
+
+	for (int scenario = 0; scenario < 24; scenario++) {
+		int ops = 4 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 14;
+		char needle[32] = ""; /* signer 6's seq_high from its attempt, when it has one */
+
+		ok(c, "TRUNCATE outbox.ops, outbox.attempts, outbox.events, outbox.lanes, "
+		      "outbox.lane_signals, outbox.user_holds CASCADE");
+		/* signer 6 sent and confirmed an op: seq_high comes from its attempt */
+		if (scenario % 3 == 0) {
+			long long r0 = enq(c, "u9", "r0", 6, "CRITICAL");
+
+			ck_assert_int_eq(claim(c, e, 1, 1, ids, 4), 1);
+			record(c, e, r0, 1, 0, r0, r0, 6);
+			snprintf(needle, sizeof(needle), ":%lld", seq_of(r0, 1));
+			ok(c,
+			   "SELECT outbox.op_confirm('" OWNER
+			   "', 0, %lld, %lld, '%064llx', 7, 100)",
+			   e, r0, r0);
+			enq(c, "u9", "r1", 6, "NORMAL");
+		}
+		/* signer 5's lane reserved by a claim, then made due again (a stale lane) */
+		if (scenario % 3 == 1) {
+			enq(c, "u8", "s0", 5, "CRITICAL");
+			ck_assert_int_eq(claim(c, e, 1, 1, ids, 4), 1);
+			ok(c,
+			   "UPDATE outbox.lanes SET next_due = now() - interval '1 second' WHERE "
+			   "signer = '%s'",
+			   acc[5]);
+			enq(c, "u8", "s1", 5, "NORMAL");
+		}
+		for (int i = 0; i < ops; i++) {
+			char brid[16], user[8];
+			unsigned r = (seed = seed * 1103515245u + 12345u) >> 16;
+
+			snprintf(brid, sizeof(brid), "b%d", i);
+			snprintf(user, sizeof(user), "u%u", r % 5);
+			enq(c, user, brid, (int)(r / 5 % 5), prio[r / 25 % 3]);
+		}
+		/* ops due later: their lanes are due with nothing ready */
+		ok(c,
+		   "UPDATE outbox.ops SET next_attempt_at = now() + interval '1 hour' WHERE id %% "
+		   "7 = %d",
+		   scenario % 7);
+		if (scenario % 2)
+			ok(c,
+			   "INSERT INTO outbox.user_holds (user_id, reason, held_by) VALUES "
+			   "('u%d', "
+			   "'kyc', 't')",
+			   scenario % 5);
+		/* merged once, so the other session can lock a lane row */
+		ok(c, "SELECT outbox.lane_merge('{0}')");
+		/* a sequence floor on some lanes: seq_high is the larger of it and the attempts' */
+		ok(c, "UPDATE outbox.lanes SET seq_floor = 1000 + %d WHERE signer IN ('%s', '%s')",
+		   scenario, acc[scenario % 6], acc[(scenario + 2) % 6]);
+		ok(other, "BEGIN");
+		if (scenario % 4 == 1)
+			ok(other, "SELECT 1 FROM outbox.lanes WHERE signer = '%s' FOR UPDATE",
+			   acc[1]);
+		if (scenario % 4 == 2)
+			ok(other, "SELECT 1 FROM outbox.ops WHERE id = (SELECT min(id) FROM "
+				  "outbox.ops WHERE "
+				  "status = 'PENDING') FOR UPDATE");
+		for (int batch = 1; batch <= 12; batch += (batch < 4 ? 1 : 4))
+			for (int mp = 0; mp <= 2; mp++) {
+				claim_state(c, e, batch, mp, false, set, sizeof(set));
+				claim_state(c, e, batch, mp, true, loop, sizeof(loop));
+				ck_assert_msg(
+					!strcmp(set, loop),
+					"scenario %d, batch %d, max_priority %d:\nset:  %s\nloop: "
+					"%s",
+					scenario, batch, mp, set, loop);
+				compared++;
+				took += set[0] != ' ';
+				seq_from_attempts += needle[0] && strstr(set, needle);
+			}
+		ok(other, "ROLLBACK");
+	}
+	/* the comparisons took ops (not empty claims compared with empty claims) */
+	ck_assert_int_eq(compared, 24 * 6 * 3);
+	ck_assert_int_gt(took, compared / 2);
+	ck_assert_int_gt(seq_from_attempts, 0);
+	PQfinish(other);
+	PQfinish(c);
+}
+END_TEST
+
 /* Op ids of a claim on vshard 0 with max_priority mp, in the order returned. */
 static int claim_upto(PGconn *c, long long e, int mp, long long *ids, int n)
 {
@@ -3463,6 +3607,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_claim_order);
 	tcase_add_test(t, test_claim_max_priority);
 	tcase_add_test(t, test_claim_probe);
+	tcase_add_test(t, test_claim_by_set);
 	tcase_add_test(t, test_claim_per_account_max);
 	tcase_add_test(t, test_claim_ignores_busy_backlog);
 	tcase_add_test(t, test_lane_lookups_ignore_backlog_statistics);
