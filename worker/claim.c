@@ -28,7 +28,8 @@
  * work enqueued just after an empty claim to the sweep (the figures: the
  * top-level README.md, Benchmarks). An empty poll is read only: outbox.claim
  * asks claim_ready first and returns before any lock (schema/
- * 0027_claim_probe_first.sql).
+ * 0027_claim_probe_first.sql); a claim that takes rows takes the plainly
+ * takeable lanes in one statement (schema/0029_claim_by_set.sql).
  *
  * A CRITICAL NOTIFY that finds the regular claim on the wire starts a
  * CRITICAL-only claim (outbox.claim's max_priority 0, schema/
