@@ -239,6 +239,51 @@ START_TEST(test_event_seq_backfilled)
 }
 END_TEST
 
+/*
+ * 0028 replaces the per-row published_at with one cursor per chain: each
+ * chain's cursor starts before its first sealed row not marked published
+ * (at its head when every row was), so nothing unacknowledged is ever
+ * taken for published; a marked row after that gap is produced once more.
+ */
+START_TEST(test_published_cursor_backfilled)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	PGconn *c = pgtest_connect(&db);
+	size_t before = 0;
+
+	while (before < outbox_migrations_count &&
+	       strcmp(outbox_migrations[before].name, "published_cursor") != 0)
+		before++;
+	ck_assert_int_lt(before, outbox_migrations_count);
+	ck_assert_int_eq(migrate(c, before, 1, &err), (int)before);
+	/* chains a (4 links, the 3rd not marked), b (2, both marked), c (3, none) */
+	pgtest_exec(c, "SELECT outbox.fee_event(i, jsonb_build_object('base_fee', n)) FROM (VALUES "
+		       "('a', 1), ('a', 2), ('a', 3), ('a', 4), ('b', 5), ('b', 6), ('c', 7), "
+		       "('c', 8), ('c', 9)) v (i, n)");
+	pgtest_exec(c, "SELECT outbox.events_seal('', NULL, NULL, x.chain, 0, repeat('0', 64), "
+		       "x.ids, ARRAY(SELECT lpad(to_hex(i), 64, 'a') FROM unnest(x.ids) i)) FROM "
+		       "(SELECT chain, array_agg(id ORDER BY id) ids FROM outbox.events GROUP BY "
+		       "chain) x");
+	pgtest_exec(c, "SELECT outbox.events_published(ARRAY(SELECT id FROM outbox.events WHERE "
+		       "(chain = 'oracle:a' AND chain_seq <> 3) OR chain = 'oracle:b'))");
+	/* a fifth event of a, never sealed */
+	pgtest_exec(c, "SELECT outbox.fee_event('a', '{\"base_fee\": 10}')");
+	ck_assert_int_eq(migrate(c, outbox_migrations_count, 1, &err),
+			 (int)(outbox_migrations_count - before));
+	ck_assert_int_eq(pgtest_scalar(c,
+				       "SELECT (string_agg(chain || '=' || published_seq || '/' "
+				       "|| seq, ',' ORDER BY chain) = 'oracle:a=2/4,oracle:b=2/2,"
+				       "oracle:c=0/3')::int FROM outbox.chain_heads"),
+			 1);
+	/* a's links 3 and 4, its unsealed fifth event and all of c */
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_not_published"), 6);
+	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_unpublished("
+					  "'{oracle:a,oracle:b,oracle:c}', '', 0, 100)"),
+			 5);
+	PQfinish(c);
+}
+END_TEST
+
 START_TEST(test_refuses_unknown_version)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
@@ -367,6 +412,7 @@ int main(void)
 	tcase_add_test(tc, test_refuses_changed_checksum);
 	tcase_add_test(tc, test_refuses_changed_sql);
 	tcase_add_test(tc, test_event_seq_backfilled);
+	tcase_add_test(tc, test_published_cursor_backfilled);
 	tcase_add_test(tc, test_refuses_unknown_version);
 	tcase_add_test(tc, test_vshards_fixed_at_first_migrate);
 	tcase_add_test(tc, test_vshards_parse);
