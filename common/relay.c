@@ -49,6 +49,7 @@
  */
 #define SLOT_BITS 13
 #define SEQ_MAX   ((INT64_C(1) << 50) - 1)
+_Static_assert(sizeof(uintptr_t) >= 8, "a delivery tag needs 64 bits");
 
 struct sealed {
 	struct event_rec e;
@@ -758,7 +759,8 @@ static void on_unpublished(PGresult *res, void *arg)
 	if (!pgq_ok(res)) {
 		if (res)
 			failed(r, "events_unpublished", res);
-		r->resending = false; /* start over later */
+		r->resending = false;
+		r->resend = true; /* start over once nothing is in flight */
 		return;
 	}
 	succeeded(r);

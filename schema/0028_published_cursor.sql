@@ -17,8 +17,14 @@
 --     from_seqs[i] .. to_seqs[i] are on the topic. The cursor moves to
 --     to_seqs[i] only if that range starts at or before the link after it
 --     (no gap) and ends at or before the chain's head; it never moves back.
---     Answers the chains it refused (a gap, a range past the head, no such
---     chain), which the relay produces again from their cursor.
+--     A gap made only of links no longer in outbox.events is no gap: such a
+--     link was archived, and archive_terminal moves only published links
+--     (before this migration, links marked published_at one by one: after
+--     an upgrade, an unmarked link can sit below archived ones). Answers the
+--     chains it refused (a gap, a range past the head, no such chain),
+--     which the relay produces again from their cursor. The heads are
+--     locked in chain order first, the order events_seal_vshards locks
+--     them in, so a sealer and a marker of the same chains never deadlock.
 --   * events_unpublished(chains, after_chain, after_seq, lim): the sealed
 --     links past each chain's cursor, in (chain, chain_seq) order, paged by
 --     the last (chain, chain_seq) read: what a relay produces again after a
@@ -78,20 +84,24 @@ BEGIN
 		PERFORM outbox.invalid_input('chains', NULL, 'must be distinct, with from_seqs '
 			|| 'and to_seqs of one length 1..8192 and 1 <= from <= to');
 	END IF;
-	-- The refusals are read from the statement's snapshot; the UPDATE
-	-- re-checks its condition on the newest row version (two relays moving
-	-- one cursor), so a race can only refuse a range that was fine: the
-	-- relay then produces it once more.
+	PERFORM 1 FROM outbox.chain_heads h WHERE h.chain = ANY (chains)
+	ORDER BY h.chain FOR NO KEY UPDATE;
+	-- The heads are locked: the refusals and the moves read the same rows.
 	RETURN QUERY
 	WITH u AS (SELECT * FROM unnest(chains, from_seqs, to_seqs) u (c, f, t)),
+	v AS (
+		SELECT u.c, u.t, h.chain IS NOT NULL AND u.t <= h.seq
+			AND (h.published_seq >= u.f - 1
+				OR NOT EXISTS (SELECT 1 FROM outbox.events e
+					WHERE e.chain = u.c AND e.chain_seq > h.published_seq
+						AND e.chain_seq < u.f)) AS ok
+		FROM u LEFT JOIN outbox.chain_heads h ON h.chain = u.c),
 	m AS (
-		UPDATE outbox.chain_heads h SET published_seq = u.t, published_at = now()
-		FROM u
-		WHERE h.chain = ANY (chains) AND h.chain = u.c AND h.published_seq >= u.f - 1
-			AND h.published_seq < u.t AND u.t <= h.seq
+		UPDATE outbox.chain_heads h SET published_seq = v.t, published_at = now()
+		FROM v
+		WHERE h.chain = ANY (chains) AND h.chain = v.c AND v.ok AND h.published_seq < v.t
 		RETURNING h.chain)
-	SELECT u.c FROM u LEFT JOIN outbox.chain_heads h ON h.chain = u.c
-	WHERE h.chain IS NULL OR h.published_seq < u.f - 1 OR u.t > h.seq;
+	SELECT v.c FROM v WHERE NOT v.ok;
 END
 $$;
 

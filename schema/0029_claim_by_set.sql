@@ -22,8 +22,10 @@
 -- unchanged) visits it and does what it always did (park a reserved lane,
 -- back off a held one, move a lane due later), while the batch has room.
 -- So every row the claim returns is one the loop would have returned for
--- that lane, in the same lane order, and every lane ends as the loop would
--- leave it; per_account_max above 1 (SQL callers) runs the loop alone.
+-- that lane, and every lane ends as the loop would leave it; the rows come
+-- in the loop's lane order, but for lanes tied on (pending_best, next_due),
+-- which either order may take first. A vshard named twice counts once.
+-- per_account_max above 1 (SQL callers) runs the loop alone.
 --
 -- Plans: the candidates are one lanes_ready_idx scan per vshard (LATERAL,
 -- as 0017), the lanes and ops are reached by key (lanes_pkey, the signer's
@@ -50,7 +52,8 @@ AS $$
 BEGIN
 	RETURN QUERY
 	WITH c AS MATERIALIZED (
-		SELECT r.signer, r.pending_best, r.next_due FROM unnest(vshards) u (v)
+		SELECT r.signer, r.pending_best, r.next_due
+		FROM (SELECT DISTINCT x FROM unnest(vshards) x) u (v)
 		CROSS JOIN LATERAL (
 			SELECT l.signer, l.pending_best, l.next_due FROM outbox.lanes l
 			WHERE l.vshard = u.v AND l.pending_best <= claim_lanes.max_priority

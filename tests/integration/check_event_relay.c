@@ -924,8 +924,8 @@ static void page(PGconn *c, const char *after_chain, const char *after_seq, cons
 
 /*
  * schema/0028: a chain's published cursor moves over a delivered range only
- * when the range continues it (no gap) and stays within the chain's head;
- * never back; a refused chain is answered and the others still move. What
+ * when the range continues it (no gap, but for links gone from the table:
+ * archived) and stays within the chain's head; never back; a refused chain is answered and the others still move. What
  * is past the cursors is read in (chain, chain_seq) order, paged by the
  * last link read; events_not_published and archive_terminal agree with it.
  */
@@ -988,6 +988,27 @@ START_TEST(test_published_cursor)
 		pgtest_scalar(
 			c, "SELECT published_seq FROM outbox.chain_heads WHERE chain = 'oracle:p'"),
 		3);
+	/*
+	 * a gap made only of links gone from outbox.events (archived, so
+	 * published) is no gap; one with a link still there is
+	 */
+	pgtest_exec(c, "SELECT outbox.fee_event('s', jsonb_build_object('base_fee', n)) FROM "
+		       "generate_series(1, 4) n");
+	pgtest_exec(c, "SELECT outbox.events_seal('', NULL, NULL, 'oracle:s', 0, repeat('0', 64), "
+		       "x.ids, ARRAY(SELECT lpad(to_hex(i), 64, 'a') FROM unnest(x.ids) i)) FROM "
+		       "(SELECT array_agg(id ORDER BY id) ids FROM outbox.events WHERE chain = "
+		       "'oracle:s') x");
+	pgtest_exec(c, "DELETE FROM outbox.events WHERE chain = 'oracle:s' AND chain_seq = 3");
+	upto(c, "{oracle:s}", "{4}", "{4}", got, sizeof(got));
+	ck_assert_str_eq(got, "oracle:s"); /* links 1 and 2 are still there */
+	upto(c, "{oracle:s}", "{1}", "{2}", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	upto(c, "{oracle:s}", "{4}", "{4}", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	ck_assert_int_eq(
+		pgtest_scalar(
+			c, "SELECT published_seq FROM outbox.chain_heads WHERE chain = 'oracle:s'"),
+		4);
 	/* a new link of p is past its cursor again */
 	pgtest_exec(c, "SELECT outbox.fee_event('p', '{\"base_fee\": 7}')");
 	ck_assert_int_eq(pgtest_scalar(c, "SELECT count(*) FROM outbox.events_not_published"), 1);
