@@ -890,36 +890,37 @@ START_TEST(test_seal_vshards_at_once)
 }
 END_TEST
 
-/* outbox.events_published_upto: the chains refused, as one sorted text ("" for none). */
-static void upto(PGconn *c, const char *chains, const char *froms, const char *tos, char *out,
-		 size_t n)
+/* The one text a statement of three parameters answers, into out. */
+static void text3(PGconn *c, const char *sql, const char *a, const char *b, const char *d,
+		  char *out, size_t n)
 {
-	PGresult *r =
-		PQexecParams(c,
-			     "SELECT coalesce(string_agg(x, ',' ORDER BY x), '') FROM "
-			     "outbox.events_published_upto($1, $2, $3) x",
-			     3, NULL, (const char *const[]){chains, froms, tos}, NULL, NULL, 0);
+	PGresult *r = PQexecParams(c, sql, 3, NULL, (const char *const[]){a, b, d}, NULL, NULL, 0);
 
 	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
 	snprintf(out, n, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 }
 
-/* The (chain, chain_seq) of a resend page, as "chain:seq,..." . */
+/* outbox.events_published_upto: the chains refused, as one sorted text ("" for none). */
+static void upto(PGconn *c, const char *chains, const char *froms, const char *tos, char *out,
+		 size_t n)
+{
+	text3(c,
+	      "SELECT coalesce(string_agg(x, ',' ORDER BY x), '') FROM "
+	      "outbox.events_published_upto($1, $2, $3) x",
+	      chains, froms, tos, out, n);
+}
+
+/* The (chain, chain_seq) of a resend page, as "chain/seq,..." . */
 static void page(PGconn *c, const char *after_chain, const char *after_seq, const char *lim,
 		 char *out, size_t n)
 {
-	PGresult *r = PQexecParams(
-		c,
-		"SELECT coalesce(string_agg(chain || '/' || chain_seq, ',' ORDER BY o), '') FROM "
-		"outbox.events_unpublished('{oracle:p,oracle:q,oracle:r}', $1, $2, $3) WITH "
-		"ORDINALITY x (id, op_id, seq, type, f, t, at_us, body, k, kind, prio, chain, "
-		"chain_seq, prev, hash, o)",
-		3, NULL, (const char *const[]){after_chain, after_seq, lim}, NULL, NULL, 0);
-
-	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
-	snprintf(out, n, "%s", PQgetvalue(r, 0, 0));
-	PQclear(r);
+	text3(c,
+	      "SELECT coalesce(string_agg(chain || '/' || chain_seq, ',' ORDER BY o), '') FROM "
+	      "outbox.events_unpublished('{oracle:p,oracle:q,oracle:r}', $1, $2, $3) WITH "
+	      "ORDINALITY x (id, op_id, seq, type, f, t, at_us, body, k, kind, prio, chain, "
+	      "chain_seq, prev, hash, o)",
+	      after_chain, after_seq, lim, out, n);
 }
 
 /*
