@@ -508,8 +508,11 @@ END_TEST
 /*
  * One claim in a transaction that is rolled back: its rows (op, signer,
  * seq_high, in order) and, after it, every lane (in_flight, pending_best,
- * whole seconds to next_due or "inf", recheck_s, gen) and every op's
- * claimed_epoch, as one text. loop_only: claim_lanes answers nothing in
+ * next_due as "inf", "due" or minutes ahead, recheck_s, gen) and every op's
+ * claimed_epoch, as one text. The two sides of a comparison run in
+ * transactions of their own, whose now() differ: seconds to next_due would
+ * differ on a slow machine; the classes never do (a re-check is 1 s ahead,
+ * an op due later an hour). loop_only: claim_lanes answers nothing in
  * that transaction, so the claim is 0027's loop alone.
  */
 static void claim_state(PGconn *c, long long e, int batch, int mp, bool loop_only, char *out,
@@ -537,7 +540,8 @@ static void claim_state(PGconn *c, long long e, int batch, int mp, bool loop_onl
 	text(c, state, sizeof(state),
 	     "SELECT (SELECT string_agg(signer || ':' || in_flight || ':' || "
 	     "coalesce(pending_best::text, '-') || ':' || CASE WHEN next_due = 'infinity' THEN "
-	     "'inf' ELSE round(extract(epoch FROM next_due - now()))::text END || ':' || "
+	     "'inf' WHEN next_due <= now() THEN 'due' ELSE 'in ' || round(extract(epoch FROM "
+	     "next_due - now()) / 60) || ' min' END || ':' || "
 	     "recheck_s || ':' || gen, ' ' ORDER BY signer) FROM outbox.lanes) || ' | ' || "
 	     "(SELECT string_agg(id || ':' || coalesce(claimed_epoch::text, '-'), ' ' ORDER BY id) "
 	     "FROM outbox.ops)");
@@ -2038,10 +2042,20 @@ struct landing {
 	const char *code, *err, *delay, *via; /* SQL literals */
 };
 
+/*
+ * The rows the tests compare, as one text. A future time a row got in this
+ * transaction is printed relative to now() (each side of a comparison runs
+ * in its own transaction, so now() differs); a row written before it keeps
+ * its time as it is, or the two sides would differ by the time between them
+ * (a lane's 1 s re-check read as 1.0 and 0.9 s on a busy machine). A row
+ * version of this transaction or of its subtransactions has an xid at or
+ * above the transaction's own (nothing else writes meanwhile).
+ */
+#define LAND_MINE "xmin::text::bigint >= (SELECT pg_current_xact_id()::text::bigint % 4294967296)"
 static const char *const land_dump_sql =
 	"SELECT (SELECT string_agg(concat_ws('|', id, status, tx_hash, confirmed_at = now(), "
-	"CASE WHEN next_attempt_at < now() OR NOT isfinite(next_attempt_at) "
-	"THEN next_attempt_at::text "
+	"CASE WHEN next_attempt_at < now() OR NOT isfinite(next_attempt_at) OR NOT " LAND_MINE
+	" THEN next_attempt_at::text "
 	"ELSE round(extract(epoch FROM next_attempt_at - now()), 1)::text END, last_error, "
 	"claimed_epoch, event_seq, updated_at = now()), ';' ORDER BY id) FROM outbox.ops) "
 	"|| '#' || (SELECT string_agg(concat_ws('|', op_id, attempt_no, bump_no, tx_hash, "
@@ -2050,7 +2064,8 @@ static const char *const land_dump_sql =
 	"|| '#' || (SELECT string_agg(concat_ws('|', op_id, seq, type, from_status, to_status, "
 	"body::text, at = now()), ';' ORDER BY id) FROM outbox.events) "
 	"|| '#' || (SELECT string_agg(concat_ws('|', signer, in_flight, pending_best, "
-	"CASE WHEN next_due < now() OR NOT isfinite(next_due) THEN next_due::text ELSE "
+	"CASE WHEN next_due < now() OR NOT isfinite(next_due) OR NOT " LAND_MINE
+	" THEN next_due::text ELSE "
 	"round(extract(epoch FROM next_due - "
 	"now()), 1)::text END, gen), "
 	"';' ORDER BY signer) FROM outbox.lanes)";
