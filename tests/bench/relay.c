@@ -38,9 +38,11 @@
  *	                          after a loop turn once CURSOR_POLL_MS (10)
  *	                          have passed since the last poll (a turn waits
  *	                          at most 20 ms), and once more when everything
- *	                          is published. An event's publish time is when
- *	                          the answer arrived of the first poll in which
- *	                          its chain's published_seq >= its chain_seq; at
+ *	                          is published. An event's publish time is the
+ *	                          time (the server's clock_timestamp()) of the
+ *	                          first poll in which its chain's published_seq
+ *	                          >= its chain_seq, kept in a temporary table of
+ *	                          the bench's connection; at
  *	                          is the enqueue transaction's now() (its start,
  *	                          a few ms before its commit). So it includes
  *	                          the cursor batching (up to RELAY_MARK_MS) and
@@ -697,109 +699,56 @@ static int phase_backlog(struct bench *b, long events)
 
 /* ---- the published cursors of a steady phase, as the bench sees them ---- */
 
-/* One chain's cursor as the polls saw it: first at t[i], it was at seq[i]. */
-struct chain_moves {
-	char *chain;
-	int64_t *seq;
-	double *t;
-	size_t n, cap;
-};
-
 /*
- * The polls of outbox.chain_heads of a steady phase (the header): every
- * published_seq a poll saw first, per chain, with the wall-clock time its
- * answer arrived. A cursor never moves back: seq and t grow together.
+ * The polls of outbox.chain_heads of a steady phase (the header). Each poll
+ * adds to the temporary table cursor_polls of the bench's connection the
+ * chains whose cursor moved since the last poll saw them, with the time of
+ * the poll (clock_timestamp(): the server's clock, as events.at's).
  */
 struct cursor_watch {
-	struct chain_moves *c; /* sorted by chain */
-	size_t n, cap;
 	int64_t next_ms; /* mono_ms() of the next poll */
 	long polls;
 	double last_t, max_gap_ms;
 	bool failed;
 };
 
-/* The chain's moves; added (sorted) when add and it is new; NULL if not (or no memory). */
-static struct chain_moves *watch_chain(struct cursor_watch *w, const char *chain, bool add)
+/* A command of the bench's connection that returns no rows; false (logged) on error. */
+static bool watch_exec(struct bench *b, const char *sql)
 {
-	size_t lo = 0, hi = w->n;
-	char *name;
+	PGresult *r = PQexec(b->admin, sql);
+	bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(w->c[mid].chain, chain);
-
-		if (!c)
-			return &w->c[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!add)
-		return NULL;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		struct chain_moves *p = realloc(w->c, cap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		w->c = p;
-		w->cap = cap;
-	}
-	if (!(name = strdup(chain)))
-		return NULL;
-	memmove(&w->c[lo + 1], &w->c[lo], (w->n - lo) * sizeof(*w->c));
-	w->c[lo] = (struct chain_moves){.chain = name};
-	w->n++;
-	return &w->c[lo];
-}
-
-static int watch_move(struct chain_moves *m, int64_t seq, double t)
-{
-	if (m->n && seq <= m->seq[m->n - 1])
-		return 0; /* not moved since the last poll */
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 256;
-		int64_t *s = realloc(m->seq, cap * sizeof(*s));
-		double *q;
-
-		if (!s)
-			return -1;
-		m->seq = s;
-		if (!(q = realloc(m->t, cap * sizeof(*q))))
-			return -1;
-		m->t = q;
-		m->cap = cap;
-	}
-	m->seq[m->n] = seq;
-	m->t[m->n++] = t;
-	return 0;
+	if (!ok)
+		fprintf(stderr, "bench_relay: cursor polls: %s", PQresultErrorMessage(r));
+	PQclear(r);
+	return ok;
 }
 
 /* One poll of every chain's cursor, on the bench's connection. */
 static void watch_poll(struct bench *b, struct cursor_watch *w)
 {
-	PGresult *r = PQexec(b->admin, "SELECT chain, published_seq FROM outbox.chain_heads");
 	double t = wall_s();
 
 	w->next_ms = mono_ms() + CURSOR_POLL_MS;
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		fprintf(stderr, "bench_relay: cursor poll: %s", PQresultErrorMessage(r));
-		w->failed = true;
-	}
-	for (int i = 0; !w->failed && i < PQntuples(r); i++) {
-		struct chain_moves *m = watch_chain(w, PQgetvalue(r, i, 0), true);
-
-		if (!m || watch_move(m, strtoll(PQgetvalue(r, i, 1), NULL, 10), t)) {
-			fprintf(stderr, "bench_relay: cursor poll: out of memory\n");
-			w->failed = true;
-		}
-	}
-	PQclear(r);
+	w->failed = w->failed ||
+		    !watch_exec(b, "INSERT INTO pg_temp.cursor_polls SELECT h.chain, "
+				   "h.published_seq, clock_timestamp() FROM outbox.chain_heads h "
+				   "WHERE NOT EXISTS (SELECT 1 FROM pg_temp.cursor_polls p WHERE "
+				   "p.chain = h.chain AND p.seq >= h.published_seq)");
 	if (w->polls++ && (t - w->last_t) * 1000.0 > w->max_gap_ms)
 		w->max_gap_ms = (t - w->last_t) * 1000.0;
 	w->last_t = t;
+}
+
+/* A phase's first poll, into an empty table. */
+static void watch_start(struct bench *b, struct cursor_watch *w)
+{
+	w->failed = !watch_exec(b, "CREATE TEMPORARY TABLE IF NOT EXISTS cursor_polls "
+				   "(chain text, seq bigint, at timestamptz)") ||
+		    !watch_exec(b, "CREATE INDEX IF NOT EXISTS cursor_polls_idx ON "
+				   "pg_temp.cursor_polls (chain, seq, at)") ||
+		    !watch_exec(b, "TRUNCATE pg_temp.cursor_polls");
+	watch_poll(b, w);
 }
 
 /* drive_until_published's each_turn: a poll once CURSOR_POLL_MS have passed. */
@@ -811,76 +760,40 @@ static void watch_turn(struct bench *b, void *arg)
 		watch_poll(b, w);
 }
 
-static void watch_free(struct cursor_watch *w)
-{
-	for (size_t i = 0; i < w->n; i++) {
-		free(w->c[i].chain);
-		free(w->c[i].seq);
-		free(w->c[i].t);
-	}
-	free(w->c);
-}
-
 /*
  * The lag of the events after `first`: p50, p99, max in ms of the first
  * poll covering each event - its at (the header). -1 (logged) when an
  * event is not covered by any poll or on error.
  */
-static int poll_lag(struct bench *b, struct cursor_watch *w, long first, double ms[3])
+static int poll_lag(struct bench *b, long first, double ms[3])
 {
 	char a[24];
 	const char *p[1] = {a};
 	PGresult *r;
-	double *v = NULL;
-	size_t n = 0, unseen = 0;
-	int rc = -1, rows;
+	int rc = -1;
 
 	snprintf(a, sizeof(a), "%ld", first);
 	r = PQexecParams(b->admin,
-			 "SELECT chain, chain_seq, extract(epoch FROM at) FROM outbox.events "
-			 "WHERE id > $1::bigint",
+			 "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms), "
+			 "percentile_disc(0.99) WITHIN GROUP (ORDER BY ms), max(ms), "
+			 "count(*) FILTER (WHERE ms IS NULL), count(*) FROM "
+			 "(SELECT extract(epoch FROM (SELECT p.at FROM pg_temp.cursor_polls p "
+			 "WHERE p.chain = e.chain AND p.seq >= e.chain_seq ORDER BY p.seq, p.at "
+			 "LIMIT 1) - e.at) * 1000 AS ms FROM outbox.events e "
+			 "WHERE e.id > $1::bigint) s",
 			 1, NULL, p, NULL, NULL, 0);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		fprintf(stderr, "bench_relay: lag: %s", PQresultErrorMessage(r));
-		goto out;
-	}
-	rows = PQntuples(r);
-	if (!(v = malloc((size_t)(rows ? rows : 1) * sizeof(*v))))
-		goto out;
-	for (int i = 0; i < rows; i++) {
-		struct chain_moves *m =
-			PQgetisnull(r, i, 0) ? NULL : watch_chain(w, PQgetvalue(r, i, 0), false);
-		int64_t seq = strtoll(PQgetvalue(r, i, 1), NULL, 10);
-		size_t lo = 0, hi = m ? m->n : 0;
-
-		while (lo < hi) { /* the first move to seq or past it */
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (m->seq[mid] >= seq)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		if (!m || PQgetisnull(r, i, 1) || lo == m->n) {
-			unseen++;
-			continue;
-		}
-		v[n++] = (m->t[lo] - strtod(PQgetvalue(r, i, 2), NULL)) * 1000.0;
-	}
-	if (unseen) {
+	} else if (strcmp(PQgetvalue(r, 0, 3), "0")) {
 		fprintf(stderr,
-			"bench_relay: lag: %zu of %d events published but no cursor poll "
+			"bench_relay: lag: %s of %s events published but no cursor poll "
 			"saw them\n",
-			unseen, rows);
-		goto out;
+			PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4));
+	} else {
+		for (int i = 0; i < 3; i++)
+			ms[i] = PQgetisnull(r, 0, i) ? -1 : strtod(PQgetvalue(r, 0, i), NULL);
+		rc = 0;
 	}
-	qsort(v, n, sizeof(double), cmp_double);
-	ms[0] = pct(v, n, 0.5);
-	ms[1] = pct(v, n, 0.99);
-	ms[2] = n ? v[n - 1] : -1;
-	rc = 0;
-out:
-	free(v);
 	PQclear(r);
 	return rc;
 }
@@ -911,7 +824,7 @@ static int phase_steady(struct bench *b, long rate, long seconds, long tick_ms)
 	pg0 = cpu_pid_s(pid);
 	cpu0 = cpu_self_s();
 	b->turns = b->zero_waits = 0;
-	watch_poll(b, &w); /* the cursors before the phase's first event */
+	watch_start(b, &w); /* the cursors before the phase's first event */
 	if (pthread_create(&in.th, NULL, insert_main, &in))
 		goto out;
 	started = true;
@@ -931,7 +844,7 @@ static int phase_steady(struct bench *b, long rate, long seconds, long tick_ms)
 		while (atomic_load(&k.n) < in.inserted && mono_ms() < until)
 			turn(b, 20);
 	}
-	if (in.failed || w.failed || poll_lag(b, &w, first, ms))
+	if (in.failed || w.failed || poll_lag(b, first, ms))
 		goto out;
 	{
 		double cpu = cpu_self_s() - cpu0, pg = cpu_pid_s(pid) - pg0;
@@ -971,7 +884,6 @@ out:
 	free(k.produce_ms);
 	free(k.consume_ms);
 	free(in.txn_ms);
-	watch_free(&w);
 	return rc;
 }
 
