@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <sodium.h>
 #include <stdint.h>
-#include <string.h>
 
 int outbox_vshard_of(const char *signer, size_t len, int vshards)
 {
@@ -47,19 +46,4 @@ int outbox_vshards_parse(const char *s, int *out, struct outbox_error *err)
 					"'%s' is not an integer in 1..%d", s, OUTBOX_VSHARDS_MAX);
 	*out = (int)v;
 	return 0;
-}
-
-int outbox_vshard_name_parse(const char *s, int vshards)
-{
-	long v = 0;
-	size_t n = s ? strlen(s) : 0;
-
-	if (!n || n > 4 || (s[0] == '0' && n > 1))
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v < vshards ? (int)v : -EINVAL;
 }

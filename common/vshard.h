@@ -39,13 +39,4 @@ int outbox_vshard_owner(int vshard, int workers);
  */
 int outbox_vshards_parse(const char *s, int *out, struct outbox_error *err);
 
-/*
- * The vshard named by s, as PostgreSQL prints an integer (vshard::text: the
- * payload of the outbox_wake NOTIFY, schema/0003_wakeup.sql): decimal
- * digits, no sign, space or leading zero, below vshards. -EINVAL for
- * anything else, NULL included: the payload comes from any session that
- * may NOTIFY.
- */
-int outbox_vshard_name_parse(const char *s, int vshards);
-
 #endif

@@ -16,10 +16,9 @@
  *
  * Wake-up: the worker LISTENs on outbox_wake on its express connection
  * (the CRITICAL-only NOTIFY of schema/0003_wakeup.sql), which is idle
- * between CRITICAL ops' statements, so the NOTIFY arrives at once; the
- * worker holding the op's vshard (the NOTIFY's payload) claims it at once
- * (claim.c), the others ignore it; NORMAL/LOW work is found by the sweep
- * and by the lane poll of a busy worker (claim.c).
+ * between CRITICAL ops' statements, so the NOTIFY arrives at once and is
+ * claimed at once (claim.c); NORMAL/LOW work is found by the sweep and by
+ * the lane poll of a busy worker (claim.c).
  *
  * The chain's clock: every RPC answer (and the oracle's snapshot) reports
  * the newest ledger it knows and, mostly, its close time. Both are chain
@@ -131,25 +130,13 @@ static void read_fees(struct worker *w)
 	worker_saw_ledger(w, w->fees.latest_ledger, (int64_t)w->fees.close_time);
 }
 
-/*
- * The payload of outbox_wake is the op's vshard (schema/0003_wakeup.sql):
- * every worker hears every NOTIFY, and only the one holding the vshard can
- * claim the op, so the others do not send a claim for it. A payload that is
- * not a vshard number (another sender) wakes every worker, as it always
- * did: a claim that finds nothing is one read-only probe.
- */
-static void on_wake(struct worker *w, const char *extra)
-{
-	int v = outbox_vshard_name_parse(extra, w->nvshards);
-
-	if (v < 0 || w->leases[v].epoch)
-		claim_critical(w);
-}
-
 static void on_notify(const char *channel, const char *extra, void *arg)
 {
+	struct worker *w = arg;
+
+	(void)extra;
 	if (!strcmp(channel, "outbox_wake"))
-		on_wake(arg, extra);
+		claim_critical(w);
 }
 
 static void on_listen(PGresult *res, void *arg)

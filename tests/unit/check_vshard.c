@@ -99,63 +99,6 @@ START_TEST(test_spreads_evenly)
 }
 END_TEST
 
-/*
- * outbox_vshard_name_parse over every string of up to 5 characters from
- * digits and the characters a hostile payload would try (sign, space, a
- * letter), for several vshard counts: accepted exactly when some vshard
- * below the count prints as that string (%d), and then as that vshard.
- */
-static const char name_alphabet[] = "0123456789-+ a";
-
-static int name_oracle(const char *s, int vshards)
-{
-	char buf[16];
-	char *end;
-	long v;
-
-	if (!*s)
-		return -EINVAL;
-	v = strtol(s, &end, 10);
-	if (*end || v < 0 || v >= vshards)
-		return -EINVAL;
-	snprintf(buf, sizeof(buf), "%ld", v);
-	return strcmp(buf, s) ? -EINVAL : (int)v;
-}
-
-START_TEST(test_name_parse_exhaustive)
-{
-	static const int counts[] = {1, 7, 64, 1000, 4096};
-	const int k = (int)sizeof(name_alphabet) - 1;
-	char s[6];
-	long accepted = 0;
-
-	for (int len = 0; len <= 5; len++) {
-		long total = 1;
-		for (int i = 0; i < len; i++)
-			total *= k;
-		for (long code = 0; code < total; code++) {
-			long c = code;
-			for (int i = 0; i < len; i++, c /= k)
-				s[i] = name_alphabet[c % k];
-			s[len] = '\0';
-			for (size_t m = 0; m < sizeof(counts) / sizeof(counts[0]); m++) {
-				int want = name_oracle(s, counts[m]);
-				int got = outbox_vshard_name_parse(s, counts[m]);
-				ck_assert_msg(got == want, "'%s' of %d: %d, want %d", s, counts[m],
-					      got, want);
-				accepted += got >= 0;
-			}
-		}
-	}
-	/* every vshard of every count, once each */
-	ck_assert_int_eq(accepted, 1 + 7 + 64 + 1000 + 4096);
-	ck_assert_int_eq(outbox_vshard_name_parse(NULL, 64), -EINVAL);
-	ck_assert_int_eq(outbox_vshard_name_parse("4095", 4096), 4095);
-	ck_assert_int_eq(outbox_vshard_name_parse("4096", 4096), -EINVAL);
-	ck_assert_int_eq(outbox_vshard_name_parse("12\n", 64), -EINVAL);
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("vshard");
@@ -168,7 +111,6 @@ int main(void)
 	tcase_add_test(tc, test_uses_len_bytes);
 	tcase_add_test(tc, test_owner);
 	tcase_add_test(tc, test_spreads_evenly);
-	tcase_add_test(tc, test_name_parse_exhaustive);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
