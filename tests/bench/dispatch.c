@@ -30,6 +30,9 @@
  *	            BENCH_BREAKDOWN=latency, over the latency phase instead, per
  *	            op enqueued, and the run ends there (its summary has the
  *	            latency phase's figures only).
+ *	writes      the row versions the run wrote per op enqueued, by table
+ *	            (inserts, updates, HOT updates, deletes), and the
+ *	            MultiXacts the server created per op.
  *	minimal     the minimal durable outbox, pgbench with 8 clients for
  *	            BENCH_SECONDS, per batch of BENCH_MINIMAL_BATCH (50) ops:
  *	            one INSERT statement, one UPDATE to in-flight writing a 1 KB
@@ -349,6 +352,46 @@ static void phase_breakdown(struct fixture *f, const char *source, const char *o
 			     top));
 }
 
+/* The server's MultiXact offset pages zeroed so far (2 048 MultiXacts a page). */
+static double multixact_pages(struct fixture *f)
+{
+	return scalar_f(f->c, "SELECT coalesce(sum(blks_zeroed), 0)::float8 FROM pg_stat_slru "
+			      "WHERE name = 'MultiXactOffset'");
+}
+
+/*
+ * writes: the row versions the whole run wrote (every phase so far), per op
+ * enqueued, by table: inserts, updates and how many of those were HOT (no
+ * index entry, the page pruned in place), deletes; and the MultiXacts the
+ * server created meanwhile (row locks of one row by several transactions at
+ * once; the whole server's, so other databases' too). Read once outboxd
+ * has stopped: its backends flushed their counters as they exited.
+ */
+static void phase_writes(struct fixture *f, double mx_pages0)
+{
+	PGresult *r = PQexec(f->c, "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, "
+				   "n_tup_del FROM pg_stat_user_tables WHERE schemaname = 'outbox' "
+				   "AND n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname");
+	double ops = scalar_f(f->c, "SELECT n_tup_ins::float8 FROM pg_stat_user_tables WHERE "
+				    "schemaname = 'outbox' AND relname = 'ops'");
+	json_t *t = json_object();
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "table writes: %s",
+		      PQerrorMessage(f->c));
+	ck_assert_msg(ops > 0, "table writes: no op was inserted");
+	for (int i = 0; i < PQntuples(r); i++)
+		json_object_set_new(t, PQgetvalue(r, i, 0),
+				    json_pack("{s:f, s:f, s:f, s:f}", "ins",
+					      atof(PQgetvalue(r, i, 1)) / ops, "upd",
+					      atof(PQgetvalue(r, i, 2)) / ops, "hot_upd",
+					      atof(PQgetvalue(r, i, 3)) / ops, "del",
+					      atof(PQgetvalue(r, i, 4)) / ops));
+	PQclear(r);
+	print_line(json_pack("{s:s, s:s, s:f, s:o, s:f}", "bench", "dispatch", "phase", "writes",
+			     "ops", ops, "per_op", t, "server_multixacts_per_op",
+			     (multixact_pages(f) - mx_pages0) * 2048.0 / ops));
+}
+
 /* BENCH_BREAKDOWN: which phase the breakdown covers; stops the run naming a bad value. */
 static bool breakdown_of_latency(void)
 {
@@ -551,6 +594,7 @@ START_TEST(bench_dispatch)
 	if (PQresultStatus(av) == PGRES_TUPLES_OK && PQntuples(av) == 1)
 		snprintf(autovacuum, sizeof(autovacuum), "%s", PQgetvalue(av, 0, 0));
 	PQclear(av);
+	double mx_pages0 = multixact_pages(&f);
 	const char *source = stmtstats_prepare(f.c); /* before outboxd connects */
 	ck_assert_msg(source != NULL, "the statement breakdown cannot be configured");
 	meter = cpumeter_start(f.db.admin, f.db.name);
@@ -567,6 +611,7 @@ START_TEST(bench_dispatch)
 		check_exactly_once(&f);
 		stop_outboxd(&f);
 		phase_breakdown(&f, source, "latency", offered * seconds);
+		phase_writes(&f, mx_pages0);
 		print_line(json_pack("{s:s, s:b, s:s, s:I, s:f, s:f, s:s}", "bench", "dispatch",
 				     "summary", 1, "breakdown_of", "latency", "offered_ops_per_s",
 				     (json_int_t)offered, "enqueue_to_send_p50_ms", p50,
@@ -580,6 +625,7 @@ START_TEST(bench_dispatch)
 	check_exactly_once(&f);
 	stop_outboxd(&f);
 	phase_breakdown(&f, source, "throughput", t.confirmed);
+	phase_writes(&f, mx_pages0);
 	double minimal = phase_minimal(&f, seconds, batch);
 	double peer = phase_peer(&f);
 	double n = (double)t.confirmed;
