@@ -804,6 +804,90 @@ START_TEST(test_request_bodies)
 }
 END_TEST
 
+/*
+ * The bodies rpc_request_body writes are the bytes jansson gives for the
+ * same tree (what it used to build): every method, ids up to 2^63 - 1, a
+ * transaction of every base64 character, each printable cursor character
+ * alone and among others, with and without a limit.
+ */
+static void expect_as_jansson(const struct rpc_request *req, uint64_t id, json_t *params)
+{
+	struct outbox_error err = OUTBOX_ERROR_INIT;
+	json_t *root = json_pack("{s:s,s:I,s:s,s:o}", "jsonrpc", "2.0", "id", (json_int_t)id,
+				 "method", rpc_method_name(req->method), "params", params);
+	char *want = json_dumps(root, JSON_COMPACT), *got = rpc_request_body(req, id, &err);
+
+	ck_assert_msg(got != NULL, "%s", err.msg);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	json_decref(root);
+}
+
+static json_t *txs_params(const struct rpc_request *req)
+{
+	json_t *pag = json_object(), *p = json_object();
+
+	if (req->limit)
+		json_object_set_new(pag, "limit", json_integer(req->limit));
+	if (req->cursor)
+		json_object_set_new(pag, "cursor", json_string(req->cursor));
+	else
+		json_object_set_new(p, "startLedger", json_integer(req->start_ledger));
+	json_object_set_new(p, "pagination", pag);
+	return p;
+}
+
+START_TEST(test_request_bodies_as_jansson)
+{
+	static const uint64_t ids[] = {0, 1, 42, 4294967296u, 9223372036854775807u};
+	char tx[69], cur[RPC_CURSOR_MAX];
+	struct rpc_request req;
+
+	for (int i = 0; i < 64; i++)
+		tx[i] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[i];
+	memcpy(tx + 64, "AA==", 5);
+	for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+		for (int m = 0; m < RPC_METHOD_COUNT; m++) {
+			req = req_for((enum rpc_method)m);
+			req.transaction = tx;
+			req.hash = HASH;
+			req.start_ledger = 7;
+			if (m == RPC_GET_TRANSACTIONS)
+				expect_as_jansson(&req, ids[k], txs_params(&req));
+			else if (m == RPC_SIMULATE_TRANSACTION || m == RPC_SEND_TRANSACTION)
+				expect_as_jansson(&req, ids[k],
+						  json_pack("{s:s}", "transaction", tx));
+			else if (m == RPC_GET_TRANSACTION)
+				expect_as_jansson(&req, ids[k], json_pack("{s:s}", "hash", HASH));
+			else if (m == RPC_GET_ACCOUNT)
+				expect_as_jansson(&req, ids[k],
+						  json_pack("{s:[s]}", "keys", ACCOUNT_KEY));
+			else
+				expect_as_jansson(&req, ids[k], json_object());
+		}
+	}
+	req = req_for(RPC_GET_TRANSACTIONS);
+	for (int c = 0x21; c <= 0x7e; c++) {
+		for (int lim = 0; lim <= RPC_GET_TXS_MAX; lim += RPC_GET_TXS_MAX) {
+			req.limit = (uint32_t)lim;
+			snprintf(cur, sizeof(cur), "%c", c);
+			req.cursor = cur;
+			expect_as_jansson(&req, 3, txs_params(&req));
+			snprintf(cur, sizeof(cur), "4294967296%c%c-x\"\\%c", c, c, c);
+			expect_as_jansson(&req, 3, txs_params(&req));
+			req.cursor = NULL;
+			req.start_ledger = (uint32_t)c * 16777216u;
+			expect_as_jansson(&req, 3, txs_params(&req));
+		}
+	}
+	memset(cur, '\\', RPC_CURSOR_MAX - 1);
+	cur[RPC_CURSOR_MAX - 1] = '\0';
+	req.cursor = cur;
+	expect_as_jansson(&req, 3, txs_params(&req));
+}
+END_TEST
+
 START_TEST(test_request_bad_params)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
@@ -869,6 +953,7 @@ static Suite *rpc_parse_suite(void)
 	tcase_add_test(tc, test_parse_get_transactions);
 	tcase_add_test(tc, test_parse_each_required_field);
 	tcase_add_test(tc, test_request_bodies);
+	tcase_add_test(tc, test_request_bodies_as_jansson);
 	tcase_add_test(tc, test_request_bad_params);
 	tcase_add_test(tc, test_result_move);
 	suite_add_tcase(s, tc);
