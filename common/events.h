@@ -86,6 +86,13 @@ void event_ce_type(const char *type, char *out, size_t cap);
 json_t *event_to_cloud(const struct event_rec *e, const char *source);
 
 /*
+ * The same CloudEvent as the relay produces it: the bytes of
+ * json_dumps(event_to_cloud(e, source), JSON_COMPACT), written without the
+ * tree. A malloc'd string, or NULL (ENOMEM, or a string that is not UTF-8).
+ */
+char *event_cloud_json(const struct event_rec *e, const char *source);
+
+/*
  * The other way, for consumers of the topic: fills e from a CloudEvent this
  * project produced, validating every member it needs (hostile input: sizes,
  * types, ranges); fails with OUTBOX_EPROTO naming the member.

@@ -263,17 +263,13 @@ static rd_kafka_t *producer(struct relay *r, struct outbox_error *err)
 static rd_kafka_resp_err_t produce(struct relay *r, const struct event_rec *e, int slot)
 {
 	char key[24], type[96], id[24], subject[24], *value;
-	json_t *ce;
 	rd_kafka_resp_err_t rc;
 
 	if (slot < 0 || e->chain_seq < 1 || e->chain_seq > SEQ_MAX)
 		return RD_KAFKA_RESP_ERR__INVALID_ARG; /* not a link of a chain it relays */
-	ce = event_to_cloud(e, r->source);
-	if (!ce || !(value = json_dumps(ce, JSON_COMPACT))) {
-		json_decref(ce);
+	value = event_cloud_json(e, r->source);
+	if (!value)
 		return RD_KAFKA_RESP_ERR__FAIL;
-	}
-	json_decref(ce);
 	event_key(e, key, sizeof(key));
 	event_ce_type(e->type, type, sizeof(type));
 	snprintf(id, sizeof(id), "%lld", (long long)e->id);

@@ -119,6 +119,117 @@ START_TEST(test_cloud_event_round_trip)
 }
 END_TEST
 
+/*
+ * The canonical form as a jansson tree: the definition event_canonical
+ * writes without building it.
+ */
+static char *canonical_tree(const struct event_rec *e)
+{
+	char time[EVENT_TIME_MAX], id[24], *s;
+	json_t *o;
+
+	ck_assert(event_time_format(e->at_us, time));
+	snprintf(id, sizeof(id), "%lld", (long long)e->id);
+	o = json_pack("{s:O?, s:o, s:s, s:o, s:o, s:s, s:o, s:s}", "body", e->body, "from",
+		      e->from[0] ? json_string(e->from) : json_null(), "id", id, "op",
+		      e->op_id ? json_integer(e->op_id) : json_null(), "seq",
+		      e->op_id ? json_integer(e->seq) : json_null(), "time", time, "to",
+		      e->to[0] ? json_string(e->to) : json_null(), "type", e->type);
+	if (!o)
+		return NULL;
+	if (!e->body)
+		json_object_set_new(o, "body", json_object());
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	json_decref(o);
+	return s;
+}
+
+/*
+ * The relay's bytes (event_cloud_json) are the tree's (event_to_cloud
+ * dumped by jansson), and event_canonical's the tree's above, for every
+ * shape of event: each combination of the
+ * members copied from the body, null and absent bodies and statuses, events
+ * of no op, and keys, sources and chains with quotes, backslashes, control
+ * characters and non-ASCII text. A string that is not UTF-8 is refused.
+ */
+static void expect_cloud_as_tree(const struct event_rec *e, const char *source)
+{
+	json_t *ce = event_to_cloud(e, source);
+	char *want = ce ? json_dumps(ce, JSON_COMPACT) : NULL, *got = event_cloud_json(e, source);
+
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	json_decref(ce);
+	want = canonical_tree(e);
+	got = event_canonical(e);
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+}
+
+START_TEST(test_json_bytes_are_the_trees)
+{
+	static const char *const members[] = {
+		"\"attempt_no\": 3",
+		"\"tx_hash\": \"ab\\\"c\"",
+		"\"fee\": 100",
+		"\"fee_charged\": 250",
+		"\"error\": \"tx\\nfailed \\u00e9\\ud83d\\ude00\"",
+		"\"result_code\": null",
+	};
+	static const char *const keys[] = {
+		"DEPOSIT:u:1",
+		"DEPOSIT:u\"q\\b:1",
+		"DEPOSIT:u\\v:1",
+		"DEPOSIT:\x01\x1f\x7f:1",
+		"DEPOSIT:\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80:1",
+		"DEPOSIT:a/b\t\r:1",
+	};
+	static const char *const sources[] = {"/outboxd/test", "/o\"u\\t", "/\xc3\xa9"};
+	static const char *const froms[] = {"SUBMITTED", "A\"B", "\xc3\xa9\xf0\x9f\x98\x80",
+					    "a\\b\x01/", "~\x7f"};
+	struct event_rec e;
+	char body[512];
+
+	for (unsigned mask = 0; mask < 64; mask++) {
+		size_t n = (size_t)snprintf(body, sizeof(body), "{\"ledger\": 12");
+		for (unsigned b = 0; b < 6; b++)
+			if (mask & (1u << b))
+				n += (size_t)snprintf(body + n, sizeof(body) - n, ", %s",
+						      members[b]);
+		snprintf(body + n, sizeof(body) - n, ", \"nested\": {\"a\": [1, 2.5, true]}}");
+		make(&e, 1000 + mask, mask % 3 ? 55 : 0, 3, mask % 2 ? "CONFIRMED" : "FEE_SNAPSHOT",
+		     mask % 4 ? "SUBMITTED" : "", mask % 5 ? "CONFIRMED" : "", body);
+		e.chain_seq = (int64_t)mask * 1000003;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			snprintf(e.idempotency_key, sizeof(e.idempotency_key), "%s", keys[k]);
+			if (mask % 4)
+				snprintf(e.from, sizeof(e.from), "%s", froms[k % 5]);
+			snprintf(e.chain, sizeof(e.chain), k % 2 ? "vshard:%zu" : "oracle:a\"%zu",
+				 k);
+			expect_cloud_as_tree(&e, sources[k % 3]);
+		}
+		json_decref(e.body);
+		e.body = NULL;
+		expect_cloud_as_tree(&e, "/t");
+		event_rec_clear(&e);
+	}
+	make(&e, 1, 2, 1, "ENQUEUED", "", "PENDING", "{}");
+	snprintf(e.idempotency_key, sizeof(e.idempotency_key), "DEPOSIT:\xff:1");
+	ck_assert_ptr_null(event_cloud_json(&e, "/t"));
+	ck_assert_ptr_null(event_cloud_json(&e, "/\xc3"));
+	snprintf(e.to, sizeof(e.to), "PEND\xe9");
+	ck_assert_ptr_null(canonical_tree(&e));
+	ck_assert_ptr_null(event_canonical(&e));
+	event_rec_clear(&e);
+}
+END_TEST
+
 /* Hostile input: every member the reader needs, wrong, named in the error. */
 START_TEST(test_from_cloud_refuses_bad_members)
 {
@@ -370,6 +481,7 @@ static Suite *events_suite(void)
 
 	tcase_add_test(tc, test_canonical_and_link_are_the_documented_ones);
 	tcase_add_test(tc, test_cloud_event_round_trip);
+	tcase_add_test(tc, test_json_bytes_are_the_trees);
 	tcase_add_test(tc, test_from_cloud_refuses_bad_members);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("audit");
