@@ -509,6 +509,87 @@ START_TEST(test_base64_strict)
 }
 END_TEST
 
+/*
+ * The table codec against libsodium's, as xdr_buf.c used it (our alphabet
+ * check, then sodium_base642bin for the padded variant, the whole string
+ * consumed): the same encodings for every length 0..300; the same verdicts
+ * and bytes for every valid encoding of 0..48 bytes at every capacity
+ * around its length, and for every byte value put at every position of
+ * strings of 4, 8 and 12 characters.
+ */
+static int sodium_decode(const char *s, size_t slen, uint8_t *out, size_t cap, size_t *outlen)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *end = NULL;
+	size_t pad;
+
+	if (slen == 0 || slen % 4)
+		return -1;
+	pad = s[slen - 1] == '=' ? (s[slen - 2] == '=' ? 2 : 1) : 0;
+	for (size_t i = 0; i < slen - pad; i++)
+		if (!s[i] || !memchr(alphabet, s[i], 64))
+			return -1;
+	if (sodium_base642bin(out, cap, s, slen, NULL, outlen, &end,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 ||
+	    end != s + slen)
+		return -1;
+	return 0;
+}
+
+static void expect_same_decode(const char *s, size_t slen, size_t cap)
+{
+	uint8_t a[64], b[64];
+	size_t na = 0, nb = 0;
+	int ra = xdr_b64_decode(s, slen, a, cap, &na, "x", NULL);
+	int rb = sodium_decode(s, slen, b, cap, &nb);
+
+	ck_assert_msg((ra == 0) == (rb == 0), "'%.*s' (cap %zu): %d against libsodium's %d",
+		      (int)slen, s, cap, ra, rb);
+	if (ra == 0) {
+		ck_assert_uint_eq(na, nb);
+		ck_assert(!memcmp(a, b, na));
+	}
+}
+
+START_TEST(test_base64_as_libsodium)
+{
+	uint8_t in[300];
+	char want[405], str[13];
+	uint32_t x = 12345;
+
+	for (size_t i = 0; i < sizeof(in); i++) {
+		x = x * 1103515245u + 12345u;
+		in[i] = (uint8_t)(x >> 16);
+	}
+	for (size_t n = 0; n <= sizeof(in); n++) {
+		char *got = xdr_b64_encode(in + (n * 7) % 5, n - (n * 7) % 5 * (n >= 5));
+		size_t m = n - (n * 7) % 5 * (n >= 5);
+		sodium_bin2base64(want, sizeof(want), in + (n * 7) % 5, m,
+				  sodium_base64_VARIANT_ORIGINAL);
+		ck_assert_ptr_nonnull(got);
+		ck_assert_str_eq(got, want);
+		if (m <= 48)
+			for (size_t cap = m > 2 ? m - 2 : 0; cap <= m + 2; cap++)
+				expect_same_decode(got, strlen(got), cap);
+		free(got);
+	}
+	for (size_t len = 4; len <= 12; len += 4) {
+		for (size_t start = 0; start < 3; start++) {
+			char *base = xdr_b64_encode(in + 11 * start, len / 4 * 3 - start % 3);
+			for (size_t pos = 0; pos < len; pos++) {
+				for (int c = 0; c < 256; c++) {
+					memcpy(str, base, len);
+					str[pos] = (char)c;
+					expect_same_decode(str, len, 16);
+				}
+			}
+			free(base);
+		}
+	}
+}
+END_TEST
+
 START_TEST(test_i128_decimal)
 {
 	static const struct {
@@ -629,6 +710,7 @@ int main(void)
 	tcase_add_test(tc, test_padding_must_be_zero);
 	tcase_add_test(tc, test_total_input_bound);
 	tcase_add_test(tc, test_base64_strict);
+	tcase_add_test(tc, test_base64_as_libsodium);
 	tcase_add_test(tc, test_i128_decimal);
 	tcase_add_test(tc, test_soroban_rules);
 	tcase_add_test(tc, test_writer_bounds);
