@@ -3,6 +3,8 @@
  */
 #include "common/events.h"
 
+#include "common/sha256.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <sodium.h>
@@ -191,16 +193,12 @@ char *event_canonical(const struct event_rec *e)
 
 int event_seal(struct event_rec *e, const uint8_t prev[32])
 {
-	crypto_hash_sha256_state st;
 	char *c = event_canonical(e);
 
 	if (!c)
 		return -ENOMEM;
 	memcpy(e->prev, prev, 32);
-	crypto_hash_sha256_init(&st);
-	crypto_hash_sha256_update(&st, prev, 32);
-	crypto_hash_sha256_update(&st, (const unsigned char *)c, strlen(c));
-	crypto_hash_sha256_final(&st, e->hash);
+	outbox_sha256_2(e->hash, prev, 32, c, strlen(c));
 	free(c);
 	return 0;
 }

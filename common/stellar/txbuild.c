@@ -4,6 +4,7 @@
  * itself (op_ref, args), so a struct txbuild must not be copied by value.
  */
 #include "common/stellar/txbuild.h"
+#include "common/sha256.h"
 #include "common/stellar/strkey.h"
 
 #include <errno.h>
@@ -75,8 +76,9 @@ static int start_tx(struct txbuild *b, const struct txbuild_source *src, bool mu
 			err, OUTBOX_EINVAL, "max_time", "%llu is before min_time %llu",
 			(unsigned long long)src->max_time, (unsigned long long)src->min_time);
 	if (src->max_ledger != 0 && src->max_ledger <= src->min_ledger)
-		return outbox_error_set(err, OUTBOX_EINVAL, "max_ledger", "%u is not after min_ledger %u",
-					src->max_ledger, src->min_ledger);
+		return outbox_error_set(err, OUTBOX_EINVAL, "max_ledger",
+					"%u is not after min_ledger %u", src->max_ledger,
+					src->min_ledger);
 	tx->seq_num = src->seq_num;
 	tx->fee = src->fee;
 	tx->cond.type = PRECOND_TIME;
@@ -198,8 +200,7 @@ int txbuild_vault(struct txbuild *b, const struct txbuild_source *src,
 	a->type = SCV_I128;
 	if ((rc = xdr_i128_parse(call->amount, &a->v.i128.hi, &a->v.i128.lo, "amount", err)))
 		return rc;
-	crypto_hash_sha256(b->op_ref, (const unsigned char *)call->idempotency_key,
-			   call->idempotency_key_len);
+	outbox_sha256(b->op_ref, call->idempotency_key, call->idempotency_key_len);
 	a = &tx->args[tx->n_args++];
 	a->type = SCV_BYTES;
 	a->v.bytes.p = b->op_ref;

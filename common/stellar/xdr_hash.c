@@ -8,14 +8,14 @@
 #include "common/stellar/xdr.h"
 #include "common/stellar/xdr_internal.h"
 
-#include <sodium.h>
+#include "common/sha256.h"
 
 static int hash_writer(struct xdr_writer *w, uint8_t hash[32])
 {
 	int rc = xdr_writer_status(w);
 
 	if (!rc)
-		crypto_hash_sha256(hash, w->buf, w->len);
+		outbox_sha256(hash, w->buf, w->len);
 	xdr_writer_release(w);
 	return rc;
 }

@@ -8,7 +8,7 @@ OUTBOX_DEB_PACKAGES=(
 	systemd prometheus # systemd-analyze and promtool: tests/deploy.cmake (below)
 	build-essential cmake pkg-config git
 	libpq-dev postgresql-client
-	libcurl4-openssl-dev libjansson-dev libsodium-dev librdkafka-dev
+	libcurl4-openssl-dev libjansson-dev libsodium-dev libssl-dev librdkafka-dev
 	check libsubunit-dev libmicrohttpd-dev liburcu-dev libhiredis-dev
 	clang libclang-rt-dev clang-format
 	python3 curl jq procps iproute2 wrk tmux
