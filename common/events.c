@@ -132,24 +132,41 @@ static void put_int_member(struct out *o, const char *key, long long v)
 	puts_(o, n);
 }
 
-/* copy_from_body's members, in its order, as it adds them. */
+/*
+ * data's convenience members, each from the body's member when it has it;
+ * a later row for the same data member counts only when no earlier one did
+ * (fee_charged, on landing, when the body has no fee).
+ */
+static const char *const copied[][2] = {
+	{"attempt_no", "attempt"}, {"tx_hash", "tx_hash"}, {"fee", "fee"},
+	{"fee_charged", "fee"},    {"error", "error"},     {"result_code", "result_code"},
+};
+#define N_COPIED (sizeof(copied) / sizeof(copied[0]))
+
+/* Which rows of copied the body gives: each data member once, the first row that has it. */
+static void copied_from(const json_t *body, const json_t *vals[N_COPIED])
+{
+	for (size_t i = 0; i < N_COPIED; i++) {
+		vals[i] = json_object_get(body, copied[i][0]);
+		for (size_t j = 0; vals[i] && j < i; j++)
+			if (vals[j] && !strcmp(copied[j][1], copied[i][1]))
+				vals[i] = NULL;
+	}
+}
+
+/* The members copy_from_body adds, in its order. */
 static void put_copied(struct out *o, const json_t *body)
 {
-	static const char *const from[][2] = {
-		{"attempt_no", "attempt"}, {"tx_hash", "tx_hash"}, {"fee", "fee"},
-		{"fee_charged", "fee"},    {"error", "error"},     {"result_code", "result_code"},
-	};
-	bool fee = false;
+	const json_t *vals[N_COPIED];
 
-	for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
-		const json_t *v = json_object_get(body, from[i][0]);
-		if (!v || (!strcmp(from[i][1], "fee") && fee))
+	copied_from(body, vals);
+	for (size_t i = 0; i < N_COPIED; i++) {
+		if (!vals[i])
 			continue;
-		fee = fee || !strcmp(from[i][1], "fee");
 		put(o, ",\"", 2);
-		puts_(o, from[i][1]);
+		puts_(o, copied[i][1]);
 		put(o, "\":", 2);
-		put_json(o, v);
+		put_json(o, vals[i]);
 	}
 }
 
@@ -226,19 +243,15 @@ void event_key(const struct event_rec *e, char *out, size_t cap)
 		snprintf(out, cap, "fee");
 }
 
-/* data's convenience members, from the body when it has them. */
+/* data's convenience members, from the body when it has them (copied, above). */
 static void copy_from_body(json_t *data, const json_t *body)
 {
-	static const char *const from[][2] = {
-		{"attempt_no", "attempt"}, {"tx_hash", "tx_hash"}, {"fee", "fee"},
-		{"fee_charged", "fee"},    {"error", "error"},     {"result_code", "result_code"},
-	};
+	const json_t *vals[N_COPIED];
 
-	for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
-		json_t *v = json_object_get(body, from[i][0]);
-		if (v && !json_object_get(data, from[i][1]))
-			json_object_set(data, from[i][1], v);
-	}
+	copied_from(body, vals);
+	for (size_t i = 0; i < N_COPIED; i++)
+		if (vals[i])
+			json_object_set(data, copied[i][1], (json_t *)vals[i]);
 }
 
 json_t *event_to_cloud(const struct event_rec *e, const char *source)

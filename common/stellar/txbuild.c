@@ -4,8 +4,9 @@
  * itself (op_ref, args), so a struct txbuild must not be copied by value.
  */
 #include "common/stellar/txbuild.h"
-#include "common/sha256.h"
 #include "common/stellar/strkey.h"
+
+#include "common/sha256.h"
 
 #include <errno.h>
 #include <sodium.h>
