@@ -5,8 +5,11 @@
 #include "common/vshard.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sodium.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 int outbox_vshard_of(const char *signer, size_t len, int vshards)
 {
@@ -25,6 +28,48 @@ int outbox_vshard_owner(int vshard, int workers)
 	if (vshard < 0 || workers < 1)
 		return -EINVAL;
 	return vshard % workers;
+}
+
+int outbox_lease_owner_format(char *out, size_t cap, const char *instance, unsigned index, long pid)
+{
+	int n = snprintf(out, cap, "%s/%u/%ld", instance, index, pid);
+
+	if (n < 0 || (size_t)n >= cap) {
+		if (cap)
+			out[0] = '\0';
+		return -ENOSPC;
+	}
+	return n;
+}
+
+/* A decimal number in 0..INT_MAX, no sign, no leading zero, ending at *end. */
+static bool decimal(const char *s, const char **end, long *v)
+{
+	long x = 0;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9'))
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++)
+		if ((x = x * 10 + (*p - '0')) > INT_MAX)
+			return false;
+	*end = p;
+	*v = x;
+	return true;
+}
+
+bool outbox_lease_owner_parse(const char *owner, const char *instance, unsigned *index, long *pid)
+{
+	size_t n = strlen(instance);
+	const char *p;
+	long i, q;
+
+	if (strncmp(owner, instance, n) || owner[n] != '/' || !decimal(owner + n + 1, &p, &i) ||
+	    *p != '/' || !decimal(p + 1, &p, &q) || *p)
+		return false;
+	*index = (unsigned)i;
+	*pid = q;
+	return true;
 }
 
 int outbox_vshards_parse(const char *s, int *out, struct outbox_error *err)

@@ -12,6 +12,7 @@
 #ifndef OUTBOX_COMMON_VSHARD_H
 #define OUTBOX_COMMON_VSHARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/error.h"
@@ -32,6 +33,22 @@ int outbox_vshard_of(const char *signer, size_t len, int vshards);
  * -EINVAL when v < 0 or workers < 1.
  */
 int outbox_vshard_owner(int vshard, int workers);
+
+/*
+ * The name a worker leases its vshards under (outbox.shard_leases.owner):
+ * "<instance>/<worker index>/<pid>". Written into out (cap bytes); the
+ * length, or -ENOSPC when it does not fit (out then holds "").
+ */
+int outbox_lease_owner_format(char *out, size_t cap, const char *instance, unsigned index,
+			      long pid);
+
+/*
+ * Whether owner is the name worker *index with pid *pid of instance leases
+ * under: exactly "<instance>/<digits>/<digits>", no sign, no leading zero,
+ * each number in int range (*index, *pid set only then). A name of another
+ * instance, or one not of that form, is not ours: false.
+ */
+bool outbox_lease_owner_parse(const char *owner, const char *instance, unsigned *index, long *pid);
 
 /*
  * Parse an OUTBOX_VSHARDS value: NULL or "" means unset (*out = 0);

@@ -13,8 +13,9 @@
 #include "common/stellar/txresult.h"
 #include "common/vshard.h"
 
-#include <stdint.h>
+#include <errno.h>
 #include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,21 @@ static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t
 		stats_counter_add(st, MET_HINTS_SENT, 1);
 	if ((uint32_t)w < f->ctx->doorbells->n)
 		doorbell_ring(shm_doorbell_get(f->ctx->seg, w), f->ctx->doorbells->fd[w]);
+}
+
+int follower_push_soft(struct follower *f, int w, const struct shm_hint *h, bool ring)
+{
+	struct shm_stats_block *st = shm_stats_block(f->ctx->seg, f->ctx->proc);
+
+	if (w < 0 || w >= SHM_MAX_WORKERS || !f->ring_ok[w])
+		return -EINVAL;
+	if (spsc_ring_fill(f->rings[w].r) > f->rings[w].mask / 4 || spsc_ring_push(&f->rings[w], h))
+		return -ENOSPC;
+	if (st)
+		stats_counter_add(st, MET_HINTS_SENT, 1);
+	if (ring && (uint32_t)w < f->ctx->doorbells->n)
+		doorbell_ring(shm_doorbell_get(f->ctx->seg, w), f->ctx->doorbells->fd[w]);
+	return 0;
 }
 
 static size_t index_of(const struct follower *f, const char *hash)

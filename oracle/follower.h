@@ -31,8 +31,10 @@
 #define OUTBOX_ORACLE_FOLLOWER_H
 
 #include "common/child.h"
+#include "common/shm/layout.h"
 #include "common/stellar/rpc.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct follower;
@@ -48,6 +50,18 @@ void follower_tick(struct follower *f);
 int follower_timeout_ms(const struct follower *f);
 /* The PostgreSQL socket is ready. */
 void follower_on_ready(struct follower *f, uint32_t events);
+
+/*
+ * The follower holds the oracle's producer end of every worker's ring (a
+ * ring has one producer handle: two in one process would each keep their
+ * own head). For another part of the oracle (the lane watcher): push h into
+ * worker w's ring, counted as a hint sent, and with ring set ring w's
+ * doorbell. Only while the ring is at most a quarter full, so that such
+ * hints never crowd out the follower's TX_LANDED hints, whose loss costs a
+ * worker its coverage; the caller's hint is one a later look repeats.
+ * 0 when pushed, -ENOSPC when left out, -EINVAL for no such ring.
+ */
+int follower_push_soft(struct follower *f, int w, const struct shm_hint *h, bool ring);
 void follower_free(struct follower *f);
 
 #endif

@@ -2,8 +2,9 @@
  * oracle_main.c - the fee oracle process: one event loop (common/loop.h)
  * whose timer fires every FEE_ORACLE_POLL_MS (the first round at once), plus
  * the RPC client's fd (curl multi sockets behind one epoll fd), the
- * ledger follower's, the archiver's (archiver.h) and the lanes vacuum's
- * (lanes_vacuum.h) PostgreSQL sockets and,
+ * ledger follower's, the archiver's (archiver.h), the lanes vacuum's
+ * (lanes_vacuum.h) and the lane watcher's (lane_watch.h) PostgreSQL sockets
+ * and,
  * with OUTBOX_KAFKA_BROKERS set,
  * the fds of the relay of its FEE_SNAPSHOT events (common/relay.h), with a
  * timeout of at most ORACLE_TICK_MS so the heartbeat never stops and curl's
@@ -16,8 +17,9 @@
 #include "oracle/oracle_main.h"
 
 #include "oracle/archiver.h"
-#include "oracle/lanes_vacuum.h"
 #include "oracle/follower.h"
+#include "oracle/lane_watch.h"
+#include "oracle/lanes_vacuum.h"
 #include "oracle/oracle.h"
 
 #include "common/clock.h"
@@ -37,7 +39,8 @@ enum {
 	EV_RELAY_PG,
 	EV_RELAY_KAFKA,
 	EV_ARCHIVER,
-	EV_LANES_VACUUM
+	EV_LANES_VACUUM,
+	EV_LANE_WATCH
 };
 
 static int arm_poll_timer(struct oracle *o)
@@ -132,8 +135,15 @@ static int setup(struct oracle *o)
 	return arm_poll_timer(o);
 }
 
-static void handle(struct oracle *o, struct follower *fol, struct archiver *arc,
-		   struct lanes_vacuum *lv, const struct epoll_event *ev)
+/* The oracle's optional parts: each NULL when it could not be made. */
+struct parts {
+	struct follower *fol;
+	struct archiver *arc;
+	struct lanes_vacuum *lv;
+	struct lane_watch *lw;
+};
+
+static void handle(struct oracle *o, const struct parts *p, const struct epoll_event *ev)
 {
 	switch (loop_event(&o->loop, ev)) {
 	case LOOP_TIMER:
@@ -143,12 +153,14 @@ static void handle(struct oracle *o, struct follower *fol, struct archiver *arc,
 		arm_poll_timer(o);
 		break;
 	case LOOP_ROLE:
-		if (fol && ev->data.u64 == EV_FOLLOWER)
-			follower_on_ready(fol, ev->events);
-		else if (arc && ev->data.u64 == EV_ARCHIVER)
-			archiver_on_ready(arc, ev->events);
-		else if (lv && ev->data.u64 == EV_LANES_VACUUM)
-			lanes_vacuum_on_ready(lv, ev->events);
+		if (p->fol && ev->data.u64 == EV_FOLLOWER)
+			follower_on_ready(p->fol, ev->events);
+		else if (p->arc && ev->data.u64 == EV_ARCHIVER)
+			archiver_on_ready(p->arc, ev->events);
+		else if (p->lv && ev->data.u64 == EV_LANES_VACUUM)
+			lanes_vacuum_on_ready(p->lv, ev->events);
+		else if (p->lw && ev->data.u64 == EV_LANE_WATCH)
+			lane_watch_on_ready(p->lw, ev->events);
 		else if (o->relay &&
 			 (ev->data.u64 == EV_RELAY_PG || ev->data.u64 == EV_RELAY_KAFKA))
 			relay_on_ready(o->relay, ev->data.u64, ev->events);
@@ -158,9 +170,42 @@ static void handle(struct oracle *o, struct follower *fol, struct archiver *arc,
 	}
 }
 
+/* How long the loop may sleep: until the first part's next deadline, at most a tick. */
+static int loop_timeout(const struct oracle *o, const struct parts *p)
+{
+	int t = rpc_client_timeout_ms(o->rpc);
+
+	if (t < 0 || t > ORACLE_TICK_MS)
+		t = ORACLE_TICK_MS;
+	if (p->fol && follower_timeout_ms(p->fol) < t)
+		t = follower_timeout_ms(p->fol);
+	if (p->arc && archiver_timeout_ms(p->arc) < t)
+		t = archiver_timeout_ms(p->arc);
+	if (p->lv && lanes_vacuum_timeout_ms(p->lv) < t)
+		t = lanes_vacuum_timeout_ms(p->lv);
+	if (p->lw && lane_watch_timeout_ms(p->lw) < t)
+		t = lane_watch_timeout_ms(p->lw);
+	if (o->relay && relay_timeout_ms(o->relay, mono_ms()) < t)
+		t = relay_timeout_ms(o->relay, mono_ms());
+	return t;
+}
+
+static void parts_tick(const struct parts *p)
+{
+	if (p->fol)
+		follower_tick(p->fol);
+	if (p->arc)
+		archiver_tick(p->arc);
+	if (p->lv)
+		lanes_vacuum_tick(p->lv);
+	if (p->lw)
+		lane_watch_tick(p->lw);
+}
+
 int oracle_main(struct child_ctx *ctx)
 {
 	struct oracle o = {.ctx = ctx};
+	struct parts p;
 	struct epoll_event evs[8];
 	int rc;
 
@@ -173,12 +218,11 @@ int oracle_main(struct child_ctx *ctx)
 		loop_close(&o.loop);
 		return 1;
 	}
-	/* ledger follower (follower.h); the oracle runs without it when out of memory */
-	struct follower *fol = follower_new(ctx, o.rpc, o.loop.ep, EV_FOLLOWER);
-	/* terminal ops to the archive (archiver.h); likewise optional */
-	struct archiver *arc = archiver_new(ctx, o.loop.ep, EV_ARCHIVER);
-	/* outbox.lanes kept small (lanes_vacuum.h); likewise optional */
-	struct lanes_vacuum *lv = lanes_vacuum_new(ctx, o.loop.ep, EV_LANES_VACUUM);
+	/* Each part is optional: the oracle runs without one it could not allocate. */
+	p.fol = follower_new(ctx, o.rpc, o.loop.ep, EV_FOLLOWER);    /* follower.h */
+	p.arc = archiver_new(ctx, o.loop.ep, EV_ARCHIVER);           /* archiver.h */
+	p.lv = lanes_vacuum_new(ctx, o.loop.ep, EV_LANES_VACUUM);    /* lanes_vacuum.h */
+	p.lw = lane_watch_new(ctx, p.fol, o.loop.ep, EV_LANE_WATCH); /* lane_watch.h */
 	proc_slot_running(o.slot);
 	log_detail(LOG_LVL_INFO, "running", "rpc=%s poll_ms=%lld ttl_ms=%lld dwell_ms=%lld",
 		   rpc_origin(ctx->cfg->rpc_url), (long long)ctx->cfg->fee_oracle_poll_ms,
@@ -186,31 +230,16 @@ int oracle_main(struct child_ctx *ctx)
 		   (long long)ctx->cfg->fee_oracle_dwell_ms);
 
 	while (!o.loop.draining) {
-		int timeout = rpc_client_timeout_ms(o.rpc), n;
+		int n, timeout = loop_timeout(&o, &p);
 
-		if (timeout < 0 || timeout > ORACLE_TICK_MS)
-			timeout = ORACLE_TICK_MS;
-		if (fol && follower_timeout_ms(fol) < timeout)
-			timeout = follower_timeout_ms(fol);
-		if (arc && archiver_timeout_ms(arc) < timeout)
-			timeout = archiver_timeout_ms(arc);
-		if (lv && lanes_vacuum_timeout_ms(lv) < timeout)
-			timeout = lanes_vacuum_timeout_ms(lv);
-		if (o.relay && relay_timeout_ms(o.relay, mono_ms()) < timeout)
-			timeout = relay_timeout_ms(o.relay, mono_ms());
 		proc_slot_heartbeat(o.slot);
 		stats_counter_add(o.stats, MET_HEARTBEATS, 1);
 		stats_counter_add(o.stats, MET_LOOP_ITERATIONS, 1);
 		n = epoll_wait(o.loop.ep, evs, 8, timeout);
 		for (int i = 0; i < n; i++)
-			handle(&o, fol, arc, lv, &evs[i]);
+			handle(&o, &p, &evs[i]);
 		rpc_client_perform(o.rpc);
-		if (fol)
-			follower_tick(fol);
-		if (arc)
-			archiver_tick(arc);
-		if (lv)
-			lanes_vacuum_tick(lv);
+		parts_tick(&p);
 		if (o.relay)
 			relay_tick(o.relay, mono_ms());
 		loop_check_supervisor(&o.loop);
@@ -218,9 +247,10 @@ int oracle_main(struct child_ctx *ctx)
 
 	proc_slot_stopping(o.slot);
 	rpc_client_free(o.rpc); /* cancels a round in flight; nothing is published after this */
-	follower_free(fol);
-	archiver_free(arc);
-	lanes_vacuum_free(lv);
+	lane_watch_free(p.lw);  /* before the follower: it pushes through the follower's rings */
+	follower_free(p.fol);
+	archiver_free(p.arc);
+	lanes_vacuum_free(p.lv);
 	/* the oracle drains last: whatever is left of the drain's time, less a margin */
 	relay_drain(o.relay, (int)(ctx->cfg->drain_timeout_ms / 4));
 	relay_free(o.relay, 0);

@@ -16,20 +16,24 @@
  * vshard is reconciled again (after the claim, so the reset counts it).
  *
  * When to claim: at start of a vshard, after every job ends (its signer's
- * lane may hold more), on a CRITICAL NOTIFY or a doorbell, on the sweep
- * timer (OUTBOX_DISPATCH_INTERVAL_MS), and every WORKER_LANE_POLL_MS while
- * busy (a claim found work within WORKER_BUSY_MS): NORMAL and LOW work has
- * no NOTIFY (it would serialize every enqueue commit on PostgreSQL's
- * notify lock), so a busy worker polls, while an idle PostgreSQL sees one
- * cheap query per sweep and worker. Claims run on the control connection,
- * never queued behind job writes. The poll runs every WORKER_LANE_POLL_MS
- * until WORKER_BUSY_MS after the last claim that found work, through empty
- * claims too: re-polling only after a claim that returned rows would leave
- * work enqueued just after an empty claim to the sweep (the figures: the
- * top-level README.md, Benchmarks). An empty poll is read only: outbox.claim
- * asks claim_ready first and returns before any lock (schema/
- * 0027_claim_probe_first.sql); a claim that takes rows takes the plainly
- * takeable lanes in one statement (schema/0029_claim_by_set.sql).
+ * lane may hold more), on a CRITICAL NOTIFY or a NEW_OP hint (the oracle's
+ * lane watcher, oracle/lane_watch.h, saw a lane signal or a due lane in one
+ * of our vshards), on the sweep timer (OUTBOX_DISPATCH_INTERVAL_MS), and
+ * again WORKER_LANE_POLL_MS after a claim that filled its batch (more may be
+ * ready). NORMAL and LOW work has no NOTIFY (it would serialize every
+ * enqueue commit on PostgreSQL's notify lock); one watcher per instance
+ * looks for it instead of every worker polling (schema/
+ * 0030_lanes_waiting.sql has the figures). Claims run on the control
+ * connection, never queued behind job writes.
+ *
+ * While the watcher is silent (no WATCHING word within WORKER_WATCHED_MS:
+ * the oracle restarting, its database connection down), a busy worker
+ * polls as it did before the watcher: every WORKER_LANE_POLL_MS until
+ * WORKER_BUSY_MS after the last claim that found work, through empty
+ * claims too. An empty poll is read only: outbox.claim asks claim_ready
+ * first and returns before any lock (schema/0027_claim_probe_first.sql); a
+ * claim that takes rows takes the plainly takeable lanes in one statement
+ * (schema/0029_claim_by_set.sql).
  *
  * A CRITICAL NOTIFY that finds the regular claim on the wire starts a
  * CRITICAL-only claim (outbox.claim's max_priority 0, schema/
@@ -153,10 +157,15 @@ static void on_claim(PGresult *res, void *arg)
 			worker_schedule_claim(w, w->cfg->dispatch_interval_ms);
 		return;
 	}
-	if (w->claim_again)
+	if (w->claim_again) {
 		worker_schedule_claim(w, 0);
-	else if (PQntuples(res) > 0 || mono_ms() - w->last_found_ms < WORKER_BUSY_MS)
+	} else if (PQntuples(res) >= w->claim_batch) {
+		worker_schedule_claim(w, WORKER_LANE_POLL_MS); /* a full batch: more may be ready */
+	} else if (!hints_watched(w) &&
+		   (PQntuples(res) > 0 || mono_ms() - w->last_found_ms < WORKER_BUSY_MS)) {
+		stats_counter_add(w->stats, MET_CLAIM_POLLS, 1);
 		worker_schedule_claim(w, WORKER_LANE_POLL_MS);
+	}
 	w->claim_again = false;
 }
 
@@ -205,6 +214,8 @@ static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb
 	snprintf(es + b, cap - b, "}");
 	snprintf(pam, sizeof(pam), "%lld", (long long)w->cfg->per_account_max_in_flight);
 	snprintf(bat, sizeof(bat), "%lld", (long long)batch);
+	if (k == CLAIM_ALL)
+		w->claim_batch = batch;
 	return pgq_send(q,
 			"SELECT op_id, vshard, signer, kind, priority, idempotency_key, "
 			"payload->>'account', payload->>'amount', attempts, fee_bumps, "

@@ -1,7 +1,9 @@
 /*
  * hints.c - what other roles tell the worker through the shared-memory
- * rings: new ops (claim now) and landed hashes from the oracle's ledger
- * follower (oracle/follower.c), which reads every closed ledger anyway.
+ * rings: work to claim (NEW_OP: claim now) and that its lanes are watched
+ * (WATCHING), from the oracle's lane watcher (oracle/lane_watch.h), and
+ * landed hashes from the oracle's ledger follower (oracle/follower.c), which
+ * reads every closed ledger anyway.
  *
  * A landed hash one of our jobs follows settles that job at once (a SUCCESS
  * needs nothing else: the ledger is closed and the hash is one of the job's
@@ -16,6 +18,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/shm/layout.h"
+#include "common/shm/spsc_ring.h"
 #include "common/stellar/classify.h"
 
 #include <sodium.h>
@@ -171,6 +174,19 @@ bool hints_cover(const struct worker *w, uint32_t sent_after)
 	       mono_ms() - w->followed_ms <= WORKER_FOLLOWED_MS;
 }
 
+bool hints_watched(const struct worker *w)
+{
+	return w->watched_ms && mono_ms() - w->watched_ms <= WORKER_WATCHED_MS;
+}
+
+bool hints_waiting(const struct worker *w)
+{
+	for (int pr = 0; pr < SHM_N_PRODUCERS; pr++)
+		if (w->ring_ok[pr] && spsc_ring_fill(w->rings[pr].r) > 0)
+			return true;
+	return false;
+}
+
 void hints_read(struct worker *w)
 {
 	struct shm_hint h[32];
@@ -192,6 +208,8 @@ void hints_read(struct worker *w)
 						    (int64_t)h[i].op_id);
 				} else if (h[i].type == SHM_HINT_FOLLOWED) {
 					followed(w, (uint32_t)h[i].aux, h[i].ledger);
+				} else if (h[i].type == SHM_HINT_WATCHING) {
+					w->watched_ms = mono_ms();
 				}
 			}
 		}

@@ -56,8 +56,9 @@
 #define WORKER_FOLLOW_MAX_MS  1000 /* polling interval grows to this */
 #define WORKER_RESEND_MS      2000 /* re-send the same envelope while its fate is unknown */
 #define WORKER_ACCOUNT_MS     5000 /* read the signer's account at least this often */
-#define WORKER_LANE_POLL_MS   5    /* NORMAL/LOW latency: claim poll while busy */
+#define WORKER_LANE_POLL_MS   5    /* NORMAL/LOW latency: claim poll while busy, unwatched */
 #define WORKER_BUSY_MS        2000 /* busy: a claim found work this recently */
+#define WORKER_WATCHED_MS     1000 /* the lane watcher counts while its word is this recent */
 #define WORKER_MIN_HORIZON_S  30   /* validity after the last fee bump's chance (build.c) */
 #define WORKER_QUEUE_LEDGERS  4    /* the network drops a queued tx after this many ledgers */
 #define WORKER_FOLLOWED_MS    2000 /* the follower's coverage counts while this recent (hints.c) */
@@ -160,6 +161,8 @@ struct worker {
 	bool renewing, claiming, claim_again;
 	bool urgent_claiming, urgent_again; /* the CRITICAL-only claim (claim.c) */
 	int64_t last_found_ms;              /* the last claim that returned rows (monotonic) */
+	int64_t claim_batch;                /* the rows the regular claim on the wire may take */
+	int64_t watched_ms; /* the oracle's lane watcher's last WATCHING word (monotonic) */
 
 	struct job *jobs; /* doubly linked */
 	size_t n_jobs;
@@ -183,7 +186,7 @@ struct worker {
 	struct chain_mark marks[WORKER_MARKS];
 	unsigned n_marks;
 	struct relay *relay;                     /* NULL when OUTBOX_KAFKA_BROKERS is unset */
-	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (new ops), oracle (landed) */
+	struct spsc_ring rings[SHM_N_PRODUCERS]; /* hints: gateway (none), oracle */
 	bool ring_ok[SHM_N_PRODUCERS];
 	/*
 	 * The ledger follower's coverage as this process received it: every
@@ -369,6 +372,14 @@ void hint_landed(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_
  * hinted, so a getTransaction poll would only answer NOT_FOUND.
  */
 bool hints_cover(const struct worker *w, uint32_t sent_after);
+/*
+ * The oracle's lane watcher is watching our vshards (a WATCHING word within
+ * WORKER_WATCHED_MS): it rings us when a claim could take something, so an
+ * empty claim need not be followed by a poll (claim.c).
+ */
+bool hints_watched(const struct worker *w);
+/* A hint waits in one of our rings (read after doorbell_prepare: no lost wake-up). */
+bool hints_waiting(const struct worker *w);
 
 /* ---- signers.c ---- */
 int signers_load(struct worker *w, struct outbox_error *err);

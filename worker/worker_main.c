@@ -4,7 +4,7 @@
  * One event loop (common/loop.h: signals, the supervisor's death pipe and
  * a timer at OUTBOX_DISPATCH_INTERVAL_MS, the sweep that claims whatever a
  * hint missed, backoff timers included) with the worker's own fds: the ring
- * doorbell (hints from other roles: a wake-up claims at once), the
+ * doorbell (hints from other roles: a NEW_OP claims at once), the
  * WORKER_PG_CONNS PostgreSQL connections (common/pgq.h; see worker.h for
  * which statement goes where), the RPC client's fd (rpc.h) and, with
  * OUTBOX_KAFKA_BROKERS set, the event relay's PostgreSQL socket and Kafka
@@ -17,8 +17,9 @@
  * Wake-up: the worker LISTENs on outbox_wake on its express connection
  * (the CRITICAL-only NOTIFY of schema/0003_wakeup.sql), which is idle
  * between CRITICAL ops' statements, so the NOTIFY arrives at once and is
- * claimed at once (claim.c); NORMAL/LOW work is found by the sweep and by
- * the lane poll of a busy worker (claim.c).
+ * claimed at once (claim.c); NORMAL/LOW work through the oracle's lane
+ * watcher's NEW_OP hints (oracle/lane_watch.h), the sweep, and the lane
+ * poll of a busy worker while the watcher is silent (claim.c).
  *
  * The chain's clock: every RPC answer (and the oracle's snapshot) reports
  * the newest ledger it knows and, mostly, its close time. Both are chain
@@ -295,8 +296,9 @@ static int setup(struct worker *w, struct outbox_error *err)
 	w->leases = calloc((size_t)w->nvshards, sizeof(*w->leases));
 	if (!w->leases)
 		return -ENOMEM;
-	snprintf(w->owner, sizeof(w->owner), "%s/%u/%ld", ctx->cfg->instance, ctx->index,
-		 (long)getpid());
+	if (outbox_lease_owner_format(w->owner, sizeof(w->owner), ctx->cfg->instance, ctx->index,
+				      (long)getpid()) < 0)
+		return -ENAMETOOLONG;
 	stellar_network_id(ctx->cfg->network_passphrase, w->network_id);
 	w->rpc = rpc_client_new(&rc_cfg, err);
 	if (!w->rpc)
@@ -431,7 +433,8 @@ int worker_main(struct child_ctx *ctx)
 
 		doorbell_prepare(w.db);
 		qsbr_offline(&w.reader.q, w.reader.me);
-		n = epoll_wait(w.loop.ep, evs, 32, wait_ms(&w, mono_ms()));
+		/* a hint pushed before the prepare rang no doorbell: look again after it */
+		n = epoll_wait(w.loop.ep, evs, 32, hints_waiting(&w) ? 0 : wait_ms(&w, mono_ms()));
 		qsbr_online(&w.reader.q, w.reader.me);
 		doorbell_done(w.db, w.db_fd);
 		if (n == 0)

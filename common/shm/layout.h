@@ -31,8 +31,10 @@
  * (then its slot stays FREE and outboxctl stats does not list it). It writes
  * its proc slot and stats block, reads every stats block and copies the fee
  * snapshot with the seqcount (its QSBR counter stays offline). Its hint rings
- * (SHM_PRODUCER_GATEWAY, NEW_OP hints) stay empty: it pushes no hints yet;
- * workers already read them.
+ * (SHM_PRODUCER_GATEWAY) stay empty: it pushes no hints; workers read them
+ * anyway. New work reaches a worker through the oracle's rings instead: the
+ * lane watcher (oracle/lane_watch.h) pushes NEW_OP and WATCHING hints, since
+ * the oracle always runs and the gateway may not.
  *
  * Notes on synchronisation (who writes what)
  * ------------------------------------------
@@ -272,14 +274,14 @@ struct shm_fee_slot {
 /* ---- hint rings ------------------------------------------------------- */
 
 enum shm_producer {
-	SHM_PRODUCER_GATEWAY = 0, /* new op ids; the gateway pushes none yet (see the top) */
-	SHM_PRODUCER_ORACLE = 1,  /* landed tx hashes from the ledger follower */
+	SHM_PRODUCER_GATEWAY = 0, /* reserved: the gateway pushes no hints (see the top) */
+	SHM_PRODUCER_ORACLE = 1,  /* landed tx hashes (follower); new work (lane watcher) */
 	SHM_N_PRODUCERS = 2,
 };
 
 enum shm_hint_type {
 	SHM_HINT_NONE = 0,
-	SHM_HINT_NEW_OP = 1,    /* op_id is a new/ready operation */
+	SHM_HINT_NEW_OP = 1,    /* work to claim in vshard `ledger` (op_id 0: not one op) */
 	SHM_HINT_TX_LANDED = 2, /* tx_hash landed in ledger `ledger` */
 	/*
 	 * The follower pushed every TX_LANDED hint of this worker's for ledgers
@@ -287,6 +289,13 @@ enum shm_hint_type {
 	 * a hash of ours not hinted by now did not land in them.
 	 */
 	SHM_HINT_FOLLOWED = 3,
+	/*
+	 * The oracle's lane watcher is looking at this worker's vshards (aux:
+	 * its longest wait between looks, ms), and will push a NEW_OP hint and
+	 * ring the doorbell when a claim could take something there; a worker
+	 * that hears this no longer polls its lanes by itself.
+	 */
+	SHM_HINT_WATCHING = 4,
 };
 
 /*

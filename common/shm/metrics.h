@@ -89,7 +89,10 @@
 	X(MET_HTTP_KEY_REFRESHES, "outbox_http_key_refreshes_total", "API key cache reloads from PostgreSQL") \
 	X(MET_PG_BATCHES, "outbox_pg_batches_total", "group commits: transactions that carried two or more queued writes") \
 	X(MET_PG_MERGED, "outbox_pg_merged_writes_total", "writes sent merged into one set-form statement of a group commit") \
-	X(MET_PG_BATCH_RETRIES, "outbox_pg_batch_retries_total", "group commits that failed, every write then sent again alone")
+	X(MET_PG_BATCH_RETRIES, "outbox_pg_batch_retries_total", "group commits that failed, every write then sent again alone") \
+	X(MET_LANE_LOOKS, "outbox_lane_watch_looks_total", "looks of the oracle's lane watcher that PostgreSQL answered") \
+	X(MET_LANE_WAKES, "outbox_lane_watch_wakes_total", "workers woken by the lane watcher (NEW_OP hints pushed)") \
+	X(MET_CLAIM_POLLS, "outbox_claim_polls_total", "claims a busy worker scheduled by itself (5 ms polls) while the lane watcher was silent")
 
 #define SHM_GAUGES(X) \
 	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \

@@ -3,7 +3,7 @@
  *
  * There is one ring per (producer role, worker) pair: the gateway and the
  * oracle each own n_workers rings, and worker w consumes its two (the
- * gateway's stay empty: it pushes no hints yet, layout.h). Records are
+ * gateway's stay empty: it pushes no hints, layout.h). Records are
  * fixed-size struct shm_hint (64 bytes); capacity is a power of two fixed at
  * segment creation.
  *

@@ -121,17 +121,19 @@ START_TEST(test_dispatch_critical_first)
 END_TEST
 
 /*
- * The wake-up path, with the sweep pushed out to 60 s: an idle worker does
- * not find a NORMAL op by itself (NORMAL work has no NOTIFY), but a CRITICAL
- * op's NOTIFY outbox_wake makes the owning worker claim at once: the
- * withdrawal's write-ahead attempt commits within a second of its enqueue
- * (milliseconds when the machine is not loaded), and the claim it triggers
- * takes the waiting deposit along.
+ * The wake-up paths, with the sweep pushed out to 60 s and the workers idle
+ * (past any start-up claim, so none polls): a NORMAL op, which has no
+ * NOTIFY, is found by the oracle's lane watcher, whose NEW_OP hint makes the
+ * owning worker claim it (the test waits 30 s at most, half the sweep);
+ * then a CRITICAL op's NOTIFY outbox_wake (and the watcher) make the owning
+ * worker claim at once: its write-ahead attempt commits within a second of
+ * its enqueue (milliseconds when the machine is not loaded).
  */
-START_TEST(test_dispatch_critical_wakes_idle_worker)
+START_TEST(test_dispatch_idle_worker_woken)
 {
 	struct fixture f;
 	const char *env[] = {"OUTBOX_DISPATCH_INTERVAL_MS=60000", NULL};
+	json_t *s;
 	long long ms;
 
 	memset(&f, 0, sizeof(f));
@@ -139,8 +141,15 @@ START_TEST(test_dispatch_critical_wakes_idle_worker)
 	json_decref(ph_wait_all_running(&f.h, 3, 20000));
 	ph_sleep_ms(3000); /* idle: past the busy poll of any start-up claim */
 	enqueue(&f, "DEPOSIT", "n", "d1", 1, f.signer[1], "10", NULL);
-	ph_sleep_ms(1500);
-	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.attempts"), 0);
+	ck_assert_msg(wait_terminal(&f, 30000), "an idle worker was not woken for a NORMAL op");
+	s = ph_ctl(&f.h, "stats", NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_gt(ph_counter(ph_proc(s, "oracle", 0), "outbox_lane_watch_looks_total"), 0);
+	ck_assert_int_gt(ph_counter(ph_proc(s, "oracle", 0), "outbox_lane_watch_wakes_total"), 0);
+	for (int i = 0; i < 2; i++) /* the watcher was heard: no worker polled by itself */
+		ck_assert_int_eq(ph_counter(ph_proc(s, "worker", i), "outbox_claim_polls_total"),
+				 0);
+	json_decref(s);
 	enqueue(&f, "WITHDRAW", "c", "w1", 2, f.signer[2], "1", NULL);
 	ck_assert(wait_terminal(&f, 30000));
 	ms = pgtest_scalar(f.c,
@@ -664,8 +673,7 @@ static Suite *dispatch_suite(void)
 	dh_add_case(s, "overdraft_fails_with_code", test_dispatch_overdraft_fails_with_code,
 		    CASE_TIMEOUT_S);
 	dh_add_case(s, "critical_first", test_dispatch_critical_first, CASE_TIMEOUT_S);
-	dh_add_case(s, "critical_wakes_idle_worker", test_dispatch_critical_wakes_idle_worker,
-		    CASE_TIMEOUT_S);
+	dh_add_case(s, "idle_worker_woken", test_dispatch_idle_worker_woken, CASE_TIMEOUT_S);
 	dh_add_case(s, "transient_faults", test_dispatch_transient_faults, CASE_TIMEOUT_S);
 	dh_add_case(s, "held_user", test_dispatch_held_user, CASE_TIMEOUT_S);
 	dh_add_case(s, "blackhole_expiry", test_dispatch_blackhole_expiry, CASE_TIMEOUT_S);

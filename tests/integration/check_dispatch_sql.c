@@ -3270,6 +3270,11 @@ static void hot_round(struct hot_ctx *h)
 			h, "SELECT * FROM outbox.enqueue('DEPOSIT', $1, $2, $3, $4, 'CRITICAL')", 4,
 			user, brid, h->sig[k], pay));
 	}
+	/* the oracle's lane watcher (0030): the signals of the enqueues above, the due lanes */
+	r = hot_run(h, "SELECT vshard, owner FROM outbox.lanes_waiting(true)", 0);
+	ck_assert_int_ge(PQntuples(r), 1);
+	PQclear(r);
+	PQclear(hot_run(h, "SELECT vshard, owner FROM outbox.lanes_waiting(false)", 0));
 	r = hot_run(h, "SELECT op_id, signer, attempts FROM outbox.claim($1, $2, $3, 1, 7)", 3,
 		    OWNER, "{0}", h->es);
 	ck_assert_int_eq(PQntuples(r), 7);
@@ -3397,6 +3402,7 @@ static void hot_phase(struct hot_ctx *h, const char *phase, int rounds)
 		"SELECT op_id FROM outbox.reconcile_list(",
 		"SELECT outbox.lease_renew(",
 		"SELECT outbox.lane_merge(",
+		"SELECT vshard, owner FROM outbox.lanes_waiting(",
 		"SELECT id, head_seq, head_hash FROM outbox.events_unsealed(",
 		"SELECT outbox.events_seal(",
 		"SELECT outbox.events_seal_vshards(",

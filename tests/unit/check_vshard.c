@@ -79,6 +79,66 @@ START_TEST(test_owner)
 }
 END_TEST
 
+/* A worker's lease name round-trips, and only that exact form of that instance parses. */
+START_TEST(test_lease_owner)
+{
+	static const char *const not_ours[] = {
+		"",
+		"prod",
+		"prod/",
+		"prod/1",
+		"prod/1/",
+		"prod//7",
+		"prod/1//7",
+		"prod/01/7",
+		"prod/1/07",
+		"prod/+1/7",
+		"prod/-1/7",
+		"prod/1/-7",
+		"prod/1/7/",
+		"prod/1/7x",
+		"prod/1/7 ",
+		" prod/1/7",
+		"prodx/1/7",
+		"pro/1/7",
+		"Prod/1/7",
+		"prod/1/2147483648",
+		"prod/2147483648/7",
+		"prod/1/99999999999999999999",
+		"other/1/7",
+		"prod/a/7",
+	};
+	char buf[64];
+	unsigned index = 99;
+	long pid = 99;
+
+	ck_assert_int_eq(outbox_lease_owner_format(buf, sizeof(buf), "prod", 3, 4242), 11);
+	ck_assert_str_eq(buf, "prod/3/4242");
+	ck_assert(outbox_lease_owner_parse(buf, "prod", &index, &pid));
+	ck_assert_uint_eq(index, 3);
+	ck_assert_int_eq(pid, 4242);
+	ck_assert(outbox_lease_owner_parse("prod/0/0", "prod", &index, &pid));
+	ck_assert_uint_eq(index, 0);
+	ck_assert_int_eq(pid, 0);
+	ck_assert(outbox_lease_owner_parse("prod/255/2147483647", "prod", &index, &pid));
+	ck_assert_int_eq(pid, 2147483647);
+	/* the instance is matched whole: "prod" is not "prod/1"'s instance "prod/1" */
+	ck_assert(!outbox_lease_owner_parse("prod/1/7", "prod/1", &index, &pid));
+	for (size_t i = 0; i < sizeof(not_ours) / sizeof(not_ours[0]); i++) {
+		index = 99;
+		pid = 99;
+		ck_assert_msg(!outbox_lease_owner_parse(not_ours[i], "prod", &index, &pid),
+			      "'%s' parsed", not_ours[i]);
+		ck_assert_uint_eq(index, 99);
+		ck_assert_int_eq(pid, 99);
+	}
+	/* too long: nothing half-written */
+	ck_assert_int_eq(outbox_lease_owner_format(buf, 8, "prod", 3, 4242), -ENOSPC);
+	ck_assert_str_eq(buf, "");
+	ck_assert_int_eq(outbox_lease_owner_format(buf, 12, "prod", 3, 4242), 11);
+}
+END_TEST
+
 /* 6400 distinct signers over 64 shards: every shard gets a fair share. */
 START_TEST(test_spreads_evenly)
 {
@@ -110,6 +170,7 @@ int main(void)
 	tcase_add_test(tc, test_rejects_bad_arguments);
 	tcase_add_test(tc, test_uses_len_bytes);
 	tcase_add_test(tc, test_owner);
+	tcase_add_test(tc, test_lease_owner);
 	tcase_add_test(tc, test_spreads_evenly);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -1,0 +1,176 @@
+/*
+ * lane_watch.c - see lane_watch.h.
+ */
+#include "oracle/lane_watch.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/pgq.h"
+#include "common/shm/layout.h"
+#include "common/shm/proc_table.h"
+#include "common/shm/stats.h"
+#include "common/vshard.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+struct lane_watch {
+	struct child_ctx *ctx;
+	struct follower *fol;
+	struct pgq pg;
+	int64_t next_ms;  /* monotonic: when the next look may start */
+	int64_t due_ms;   /* when the next look also asks for due lanes */
+	int64_t alive_ms; /* when the workers next get a WATCHING word */
+	int wait_ms;      /* between looks: MIN while they find work, doubling to MAX */
+	bool busy;        /* a look is on the wire */
+	bool asked_due;   /* it asks for due lanes too */
+	bool failing;     /* the last look failed (logged once per episode) */
+};
+
+struct lane_watch *lane_watch_new(struct child_ctx *ctx, struct follower *f, int ep, uint64_t tag)
+{
+	struct lane_watch *lw;
+
+	if (!f || !(lw = calloc(1, sizeof(*lw))))
+		return NULL;
+	if (pgq_init(&lw->pg, ctx->cfg->database_url, "outboxd-lane-watch", ep, tag, NULL, NULL,
+		     lw)) {
+		free(lw);
+		return NULL;
+	}
+	lw->ctx = ctx;
+	lw->fol = f;
+	lw->wait_ms = LANE_WATCH_MIN_MS;
+	lw->next_ms = lw->due_ms = lw->alive_ms = mono_ms();
+	return lw;
+}
+
+/* Every worker hears that its lanes are watched (no doorbell: nothing waits on it). */
+static void say_watching(struct lane_watch *lw, int64_t now)
+{
+	struct shm_hint h = {.type = SHM_HINT_WATCHING, .aux = LANE_WATCH_MAX_MS};
+
+	if (now < lw->alive_ms)
+		return;
+	lw->alive_ms = now + LANE_WATCH_ALIVE_MS;
+	for (int w = 0; w < (int)lw->ctx->cfg->workers && w < SHM_MAX_WORKERS; w++)
+		(void)follower_push_soft(lw->fol, w, &h, false);
+}
+
+/*
+ * Worker w's vshard v is leased under owner: the name is worker w's of this
+ * instance (common/vshard.h) and carries its running process's pid. Another
+ * instance's worker, even one of the same name on another host, a worker
+ * since restarted, or nobody, is not ours to wake.
+ */
+static bool ours(const struct lane_watch *lw, const char *owner, int w)
+{
+	const struct shm_proc_slot *slot =
+		shm_proc_slot(lw->ctx->seg, SHM_PROC_WORKER0 + (uint32_t)w);
+	struct proc_slot_view view;
+	unsigned index;
+	long pid;
+
+	if (!slot || !outbox_lease_owner_parse(owner, lw->ctx->cfg->instance, &index, &pid))
+		return false;
+	proc_slot_read(slot, &view);
+	return index == (unsigned)w && view.pid > 0 && pid == (long)view.pid;
+}
+
+/* Ring each worker of ours that owns a listed vshard, once per look; how many were rung. */
+static int wake(struct lane_watch *lw, const PGresult *res)
+{
+	int workers = (int)lw->ctx->cfg->workers, n = PQntuples(res), rung = 0;
+	struct shm_stats_block *st = shm_stats_block(lw->ctx->seg, lw->ctx->proc);
+	bool done[SHM_MAX_WORKERS] = {false};
+
+	for (int r = 0; r < n; r++) {
+		long v = strtol(PQgetvalue(res, r, 0), NULL, 10);
+		int w = v < 0 || v >= OUTBOX_VSHARDS_MAX ? -1
+							 : outbox_vshard_owner((int)v, workers);
+		struct shm_hint h = {.type = SHM_HINT_NEW_OP, .ledger = (uint32_t)v};
+
+		if (w < 0 || w >= SHM_MAX_WORKERS || done[w] || PQgetisnull(res, r, 1) ||
+		    !ours(lw, PQgetvalue(res, r, 1), w))
+			continue;
+		done[w] = true;
+		rung++;
+		if (!follower_push_soft(lw->fol, w, &h, true) &&
+		    st) /* a full ring: the next look */
+			stats_counter_add(st, MET_LANE_WAKES, 1);
+	}
+	return rung;
+}
+
+/* The wait before the next look: short while looks wake someone, doubling while they do not. */
+static int next_wait(int wait, bool woke)
+{
+	if (woke)
+		return LANE_WATCH_MIN_MS;
+	return wait * 2 > LANE_WATCH_MAX_MS ? LANE_WATCH_MAX_MS : wait * 2;
+}
+
+static void on_look(PGresult *res, void *arg)
+{
+	struct lane_watch *lw = arg;
+	struct shm_stats_block *st = shm_stats_block(lw->ctx->seg, lw->ctx->proc);
+	int64_t now = mono_ms();
+
+	lw->busy = false;
+	if (!res || !pgq_ok(res) || PQnfields(res) != 2) {
+		if (!lw->failing)
+			log_warn("lane watch: %s (tried every %d ms; the workers poll meanwhile)",
+				 res ? PQresultErrorMessage(res) : "connection lost",
+				 LANE_WATCH_MAX_MS);
+		lw->failing = true;
+		lw->next_ms = now + LANE_WATCH_MAX_MS;
+		return;
+	}
+	if (st)
+		stats_counter_add(st, MET_LANE_LOOKS, 1);
+	if (lw->failing)
+		log_info("lane watch: works again");
+	lw->failing = false;
+	if (lw->asked_due)
+		lw->due_ms = now + LANE_WATCH_DUE_MS;
+	lw->wait_ms = next_wait(lw->wait_ms, wake(lw, res) > 0); /* an idle database sees little */
+	lw->next_ms = now + lw->wait_ms;
+	say_watching(lw, now);
+}
+
+void lane_watch_tick(struct lane_watch *lw)
+{
+	int64_t now = mono_ms();
+	const char *p[1];
+
+	pgq_tick(&lw->pg, now);
+	if (lw->busy || now < lw->next_ms || !pgq_connected(&lw->pg))
+		return; /* pgq connects with its backoff; tried again next tick */
+	lw->asked_due = now >= lw->due_ms;
+	p[0] = lw->asked_due ? "t" : "f";
+	if (pgq_send(&lw->pg, "SELECT vshard, owner FROM outbox.lanes_waiting($1::boolean)", 1, p,
+		     on_look, lw) == 0)
+		lw->busy = true;
+	else
+		lw->next_ms = now + LANE_WATCH_MAX_MS;
+}
+
+int lane_watch_timeout_ms(const struct lane_watch *lw)
+{
+	if (lw->busy)
+		return 1000; /* the answer arrives as an event on the socket */
+	return pgq_due_wait_ms(&lw->pg, lw->next_ms, mono_ms(), 1000);
+}
+
+void lane_watch_on_ready(struct lane_watch *lw, uint32_t events)
+{
+	pgq_on_ready(&lw->pg, events);
+}
+
+void lane_watch_free(struct lane_watch *lw)
+{
+	if (!lw)
+		return;
+	pgq_release(&lw->pg);
+	free(lw);
+}
