@@ -21,6 +21,7 @@ struct lane_watch {
 	int64_t next_ms;  /* monotonic: when the next look may start */
 	int64_t due_ms;   /* when the next look also asks for due lanes */
 	int64_t alive_ms; /* when the workers next get a WATCHING word */
+	int64_t woke_ms;  /* when a look last woke a worker */
 	int wait_ms;      /* between looks: MIN while they find work, doubling to MAX */
 	bool busy;        /* a look is on the wire */
 	bool asked_due;   /* it asks for due lanes too */
@@ -42,6 +43,7 @@ struct lane_watch *lane_watch_new(struct child_ctx *ctx, struct follower *f, int
 	lw->fol = f;
 	lw->wait_ms = LANE_WATCH_MIN_MS;
 	lw->next_ms = lw->due_ms = lw->alive_ms = mono_ms();
+	lw->woke_ms = lw->next_ms - LANE_WATCH_BUSY_MS;
 	return lw;
 }
 
@@ -102,10 +104,14 @@ static int wake(struct lane_watch *lw, const PGresult *res)
 	return rung;
 }
 
-/* The wait before the next look: short while looks wake someone, doubling while they do not. */
-static int next_wait(int wait, bool woke)
+/*
+ * The wait before the next look: short while looks woke someone within
+ * LANE_WATCH_BUSY_MS (work arrives in streams: backing off between two ops
+ * of a stream adds the wait to the second), doubling after that.
+ */
+static int next_wait(int wait, int64_t quiet_ms)
 {
-	if (woke)
+	if (quiet_ms < LANE_WATCH_BUSY_MS)
 		return LANE_WATCH_MIN_MS;
 	return wait * 2 > LANE_WATCH_MAX_MS ? LANE_WATCH_MAX_MS : wait * 2;
 }
@@ -133,7 +139,9 @@ static void on_look(PGresult *res, void *arg)
 	lw->failing = false;
 	if (lw->asked_due)
 		lw->due_ms = now + LANE_WATCH_DUE_MS;
-	lw->wait_ms = next_wait(lw->wait_ms, wake(lw, res) > 0); /* an idle database sees little */
+	if (wake(lw, res) > 0)
+		lw->woke_ms = now;
+	lw->wait_ms = next_wait(lw->wait_ms, now - lw->woke_ms); /* an idle database sees little */
 	lw->next_ms = now + lw->wait_ms;
 	say_watching(lw, now);
 }

@@ -21,8 +21,12 @@
  *
  * Cost: one read-only statement a look (a skip scan of the signals: one
  * index probe per signalled vshard and one more), every LANE_WATCH_MIN_MS
- * while looks find work, the wait doubling to LANE_WATCH_MAX_MS while they
- * find none. The due lanes take one probe per leased vshard and priority.
+ * while a look woke a worker within LANE_WATCH_BUSY_MS, the wait doubling
+ * to LANE_WATCH_MAX_MS after that. Work comes in streams: a watcher that
+ * backed off after each look that found nothing added its wait to the next
+ * op of the stream (bench_dispatch at 100 ops/s offered: enqueue-to-send
+ * p50 11 ms against 8.5 ms with the busy window). The due lanes take one
+ * probe per leased vshard and priority.
  *
  * Non-blocking, like the archiver: its own PostgreSQL connection through
  * common/pgq.h; a failure is logged once per episode and the look tried
@@ -37,10 +41,11 @@
 
 #include <stdint.h>
 
-#define LANE_WATCH_MIN_MS   5   /* between looks while they find work */
-#define LANE_WATCH_MAX_MS   40  /* between looks after a quiet spell (doubling) */
-#define LANE_WATCH_DUE_MS   100 /* due lanes are looked for this often */
-#define LANE_WATCH_ALIVE_MS 250 /* a WATCHING word to every worker this often */
+#define LANE_WATCH_MIN_MS   5    /* between looks while busy */
+#define LANE_WATCH_BUSY_MS  2000 /* busy: a look woke a worker this recently */
+#define LANE_WATCH_MAX_MS   40   /* between looks after a quiet spell (doubling) */
+#define LANE_WATCH_DUE_MS   100  /* due lanes are looked for this often */
+#define LANE_WATCH_ALIVE_MS 250  /* a WATCHING word to every worker this often */
 
 struct lane_watch;
 

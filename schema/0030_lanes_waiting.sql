@@ -25,13 +25,18 @@
 -- check_dispatch_sql's hot_plans holds it to index access and bounded
 -- buffers under a 100 000-op backlog.
 --
--- Measured (bench_dispatch's latency phase at 100 ops/s offered, a private
--- PostgreSQL 15 with pg_stat_statements, the 2-core project VM): claims per
--- op 7.2 -> 1.8, their statement time 2.40 -> 1.29 ms per op, plus 1.3
--- looks per op at 0.21 ms each (0.06 ms of it the query; pgbench: 0.16 ms
--- a look against 0.10 for SELECT 1); PostgreSQL CPU per op 6.36 -> 5.46 ms,
--- outboxd's 1.25 -> 1.02 ms. A look that also asks for due lanes probes
--- lanes_ready_idx once per leased vshard and priority (64 vshards: 0.2 ms).
+-- Measured (bench_dispatch's latency phase at 100 ops/s offered, the
+-- 2-core project VM). A private PostgreSQL 15 with pg_stat_statements:
+-- claims per op 7.2 -> 1.8, their statement time 2.40 -> 1.29 ms per op,
+-- plus 1.3 looks per op at 0.21 ms each (0.06 ms of it the query; pgbench:
+-- 0.05-0.08 ms a look against 0.04 for SELECT 1). Two alternating pairs on
+-- the shared server: PostgreSQL CPU per op 6.77-6.84 -> 5.79-5.81 ms,
+-- outboxd's 1.29-1.35 -> 1.07-1.08 ms, enqueue-to-send p50 7.8-8.0 ->
+-- 8.4-8.5 ms (one more hop: the look, then the claim), p99 34-47 ->
+-- 29-31 ms. At 500 ops/s offered, where claims mostly find work anyway,
+-- within the noise (2.79-2.83 against 2.76-2.88 ms). A look that also asks
+-- for due lanes probes lanes_ready_idx once per leased vshard and priority
+-- (64 vshards: 0.2 ms).
 CREATE FUNCTION outbox.lanes_waiting(due boolean)
 RETURNS TABLE (vshard integer, owner text)
 LANGUAGE plpgsql STABLE
