@@ -165,6 +165,53 @@ START_TEST(test_dispatch_idle_worker_woken)
 }
 END_TEST
 
+/*
+ * The lane watcher silent: the oracle stopped (SIGSTOP; the heartbeat
+ * timeout pushed out, so the supervisor leaves it be), so no WATCHING word
+ * reaches the worker, and a busy worker polls its lanes by itself again
+ * (worker/claim.c). One worker, the sweep at 60 s: a CRITICAL op's NOTIFY
+ * makes the worker claim, and the NORMAL ops enqueued behind it on other
+ * signers, which have no NOTIFY and no watcher now, are found by its polls:
+ * every op confirmed well before a sweep, and outbox_claim_polls_total
+ * counts the polls.
+ */
+START_TEST(test_dispatch_silent_watcher_workers_poll)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_DISPATCH_INTERVAL_MS=60000",
+			     "OUTBOX_HEARTBEAT_TIMEOUT_MS=600000", NULL};
+	json_t *s;
+	long long oracle;
+	char rec[16];
+
+	memset(&f, 0, sizeof(f));
+	f.workers = 1;
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
+	s = ph_wait_all_running(&f.h, 2, 20000);
+	oracle = ph_int(ph_proc(s, "oracle", 0), "pid");
+	json_decref(s);
+	ck_assert_int_gt(oracle, 1);
+	ck_assert_int_eq(kill((pid_t)oracle, SIGSTOP), 0);
+	ph_sleep_ms(3000); /* past WORKER_WATCHED_MS and the busy poll of any start-up claim */
+	enqueue(&f, "WITHDRAW", "c", "w1", 0, f.signer[0], "1", NULL);
+	for (int i = 0; i < 6; i++) {
+		snprintf(rec, sizeof(rec), "q%d", i);
+		enqueue(&f, "DEPOSIT", "n", rec, 1 + i % 3, f.signer[1 + i % 3], "10", NULL);
+	}
+	ck_assert_msg(wait_terminal(&f, 30000), "NORMAL ops waited for the sweep");
+	s = ph_ctl(&f.h, "stats", NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_gt(ph_counter(ph_proc(s, "worker", 0), "outbox_claim_polls_total"), 0);
+	json_decref(s);
+	ck_assert_int_eq(kill((pid_t)oracle, SIGCONT), 0);
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED'"),
+			 7);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
 /* Send answers TRY_AGAIN_LATER, 5xx and garbage at random: every op still confirmed once. */
 START_TEST(test_dispatch_transient_faults)
 {
@@ -674,6 +721,8 @@ static Suite *dispatch_suite(void)
 		    CASE_TIMEOUT_S);
 	dh_add_case(s, "critical_first", test_dispatch_critical_first, CASE_TIMEOUT_S);
 	dh_add_case(s, "idle_worker_woken", test_dispatch_idle_worker_woken, CASE_TIMEOUT_S);
+	dh_add_case(s, "silent_watcher_workers_poll", test_dispatch_silent_watcher_workers_poll,
+		    CASE_TIMEOUT_S);
 	dh_add_case(s, "transient_faults", test_dispatch_transient_faults, CASE_TIMEOUT_S);
 	dh_add_case(s, "held_user", test_dispatch_held_user, CASE_TIMEOUT_S);
 	dh_add_case(s, "blackhole_expiry", test_dispatch_blackhole_expiry, CASE_TIMEOUT_S);
