@@ -31,10 +31,10 @@
  * (then its slot stays FREE and outboxctl stats does not list it). It writes
  * its proc slot and stats block, reads every stats block and copies the fee
  * snapshot with the seqcount (its QSBR counter stays offline). Its hint rings
- * (SHM_PRODUCER_GATEWAY) stay empty: it pushes no hints; workers read them
- * anyway. New work reaches a worker through the oracle's rings instead: the
- * lane watcher (oracle/lane_watch.h) pushes NEW_OP and WATCHING hints, since
- * the oracle always runs and the gateway may not.
+ * (SHM_PRODUCER_GATEWAY) carry a NEW_OP hint for each op enqueued over HTTP
+ * (ops/gateway/wake.c). Work enqueued in SQL reaches a worker through the
+ * oracle's rings: the lane watcher (oracle/lane_watch.h) pushes NEW_OP and
+ * WATCHING hints, since the oracle always runs and the gateway may not.
  *
  * Notes on synchronisation (who writes what)
  * ------------------------------------------
@@ -274,7 +274,7 @@ struct shm_fee_slot {
 /* ---- hint rings ------------------------------------------------------- */
 
 enum shm_producer {
-	SHM_PRODUCER_GATEWAY = 0, /* reserved: the gateway pushes no hints (see the top) */
+	SHM_PRODUCER_GATEWAY = 0, /* new ops enqueued over HTTP (see the top) */
 	SHM_PRODUCER_ORACLE = 1,  /* landed tx hashes (follower); new work (lane watcher) */
 	SHM_N_PRODUCERS = 2,
 };

@@ -2,8 +2,8 @@
  * spsc_ring.h - single-producer single-consumer hint rings in shm.
  *
  * There is one ring per (producer role, worker) pair: the gateway and the
- * oracle each own n_workers rings, and worker w consumes its two (the
- * gateway's stay empty: it pushes no hints, layout.h). Records are
+ * oracle each own n_workers rings, and worker w consumes its two (layout.h
+ * says what each carries). Records are
  * fixed-size struct shm_hint (64 bytes); capacity is a power of two fixed at
  * segment creation.
  *

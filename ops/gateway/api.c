@@ -315,6 +315,9 @@ static void enqueued(struct gateway *g, struct gw_req *r, unsigned http, json_t 
 			    eta >= 0 ? json_real(eta) : json_null());
 	r->op_id = json_integer_value(json_object_get(op, "id"));
 	r->created_status = (int)http;
+	if (http == 201 && status && !strcmp(status, "PENDING") &&
+	    json_is_integer(json_object_get(op, "vshard")))
+		gw_wake_new_op(g, json_integer_value(json_object_get(op, "vshard")));
 	if (r->wait && !terminal(status)) {
 		gw_jobs_wait(g, r);
 		return;

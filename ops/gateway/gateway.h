@@ -19,6 +19,7 @@
  *	console.c       the web console: its embedded files, GET
  *	                /api/console/overview, the security headers
  *	console_chart.c the overview's chart and rates (pure)
+ *	wake.c          an op enqueued over HTTP wakes the worker that owns it
  *
  * Threads: the loop thread owns every PostgreSQL connection and everything
  * that changes; the HTTP threads read what it publishes through RCU
@@ -37,6 +38,7 @@
 #include "common/child.h"
 #include "common/loop.h"
 #include "common/pgq.h"
+#include "common/shm/spsc_ring.h"
 #include "common/shm/stats.h"
 #include "ops/gateway/request.h"
 
@@ -141,6 +143,9 @@ struct gateway {
 	int64_t keys_at_ms, depth_at_ms, waiters_at_ms, eta_at_ms;
 	void *eta_ring;     /* conditions.c's samples */
 	void *console_ring; /* console.c's samples */
+	/* wake.c: the producer end of the gateway's hint ring of each worker */
+	struct spsc_ring rings[SHM_MAX_WORKERS];
+	bool ring_ok[SHM_MAX_WORKERS];
 };
 
 /* ---- http.c ---- */
@@ -216,6 +221,12 @@ char *gw_metrics_render(struct gateway *g);
 void gw_metrics_depth_load(struct gateway *g, const PGresult *res);
 bool gw_metrics_depth_fresh(struct gateway *g, int64_t now_ms);
 void gw_metrics_free(struct gateway *g);
+
+/* ---- wake.c ---- */
+/* Attach the gateway's hint rings, one per worker (loop thread, at start). */
+void gw_wake_attach(struct gateway *g);
+/* An op of vshard v committed PENDING: wake the worker that owns v (loop thread). */
+void gw_wake_new_op(struct gateway *g, long long vshard);
 
 /* ---- conditions.c ---- */
 char *gw_conditions_render(struct gateway *g);

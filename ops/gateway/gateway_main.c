@@ -57,6 +57,7 @@ static int setup(struct gateway *g)
 	if (!(g->limiter = gw_limiter_new()))
 		return -ENOMEM;
 	apply_config(g);
+	gw_wake_attach(g);
 	if ((rc = gw_jobs_open(g, EV_INBOX, EV_CTL, EV_API0)))
 		return rc;
 	gw_conditions_tick(g, (int64_t)mono_ms());

@@ -10,6 +10,7 @@
 #include "tests/integration/gateway_harness.h"
 
 #include <pthread.h>
+#include <signal.h>
 
 /* ---- the auth matrix ---- */
 
@@ -841,6 +842,50 @@ START_TEST(test_role_restart_and_off)
 }
 END_TEST
 
+/*
+ * An op enqueued over HTTP wakes its worker through the gateway's NEW_OP
+ * hint (ops/gateway/wake.c). With the sweep at 60 s and the oracle stopped
+ * (SIGSTOP: no lane watcher; the heartbeat timeout pushed out, so the
+ * supervisor leaves it be), the workers idle, only that hint can get the
+ * NORMAL op claimed: the synchronous enqueue answers CONFIRMED, and the
+ * gateway counts the hint it pushed.
+ */
+START_TEST(test_enqueue_wakes_worker)
+{
+	const char *env[] = {"OUTBOX_DISPATCH_INTERVAL_MS=60000",
+			     "OUTBOX_HEARTBEAT_TIMEOUT_MS=600000", NULL};
+	struct gw g;
+	struct resp r;
+	json_t *s, *j;
+	long long oracle;
+
+	gw_start_env(&g, "1000000", 2, env);
+	gw_keys(&g);
+	s = ph_ctl(&g.f.h, "stats", NULL);
+	ck_assert_ptr_nonnull(s);
+	oracle = ph_int(ph_proc(s, "oracle", 0), "pid");
+	json_decref(s);
+	ck_assert_int_gt(oracle, 1);
+	ck_assert_int_eq(kill((pid_t)oracle, SIGSTOP), 0);
+	ph_sleep_ms(3000); /* idle: the workers stop counting on the watcher */
+	r = req(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
+		enqueue_body(&g, "DEPOSIT", "h", "woken-1", 0, g.f.signer[1], "10",
+			     ", \"wait\": true, \"waitTimeoutMs\": 30000"));
+	ck_assert_int_eq(r.status, 201);
+	j = json_of(&r);
+	free(r.body);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "op"), "status")),
+			 "CONFIRMED");
+	json_decref(j);
+	s = ph_ctl(&g.f.h, "stats", NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_ge(ph_counter(ph_proc(s, "gateway", 0), "outbox_hints_sent_total"), 1);
+	json_decref(s);
+	ck_assert_int_eq(kill((pid_t)oracle, SIGCONT), 0);
+	stop(&g.f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("gateway");
@@ -855,6 +900,7 @@ static Suite *suite(void)
 	dh_add_case(s, "why_low_deferred", test_why_low_deferred, 240);
 	dh_add_case(s, "metrics_promtool", test_metrics_promtool, 240);
 	dh_add_case(s, "role", test_role_restart_and_off, 240);
+	dh_add_case(s, "enqueue_wakes_worker", test_enqueue_wakes_worker, 240);
 	return s;
 }
 

@@ -186,11 +186,15 @@ static inline void make_key(struct gw *g, const char *name, const char *scopes, 
 	}
 }
 
-static inline void gw_start(struct gw *g, const char *rate, int n_signers)
+/* outboxd with its gateway on a free port; extra: more NAME=value settings (NULL-ended) or NULL. */
+static inline void gw_start_env(struct gw *g, const char *rate, int n_signers,
+				const char *const *extra)
 {
 	static char addr[64], ratev[64];
-	const char *env[] = {addr, ratev, "OUTBOX_HTTP_RATE_BURST=1000000", NULL};
+	const char *env[16] = {addr, ratev, "OUTBOX_HTTP_RATE_BURST=1000000", NULL};
 
+	for (int i = 0, n = 3; extra && extra[i] && n < 15; i++)
+		env[n++] = extra[i];
 	memset(g, 0, sizeof(*g));
 	g->f.n_signers = n_signers;
 	g->port = free_port();
@@ -200,6 +204,11 @@ static inline void gw_start(struct gw *g, const char *rate, int n_signers)
 		env[2] = "OUTBOX_HTTP_RATE_BURST=2";
 	start(&g->f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
 	wait_ready(g);
+}
+
+static inline void gw_start(struct gw *g, const char *rate, int n_signers)
+{
+	gw_start_env(g, rate, n_signers, NULL);
 }
 
 static inline void gw_keys(struct gw *g)
