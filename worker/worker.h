@@ -58,7 +58,7 @@
 #define WORKER_ACCOUNT_MS     5000 /* read the signer's account at least this often */
 #define WORKER_LANE_POLL_MS   5    /* NORMAL/LOW latency: claim poll while busy, unwatched */
 #define WORKER_BUSY_MS        2000 /* busy: a claim found work this recently */
-#define WORKER_WATCHED_MS     1000 /* the lane watcher counts while its word is this recent */
+#define WORKER_WATCHED_MS     3000 /* the lane watcher counts while its word is this recent */
 #define WORKER_MIN_HORIZON_S  30   /* validity after the last fee bump's chance (build.c) */
 #define WORKER_QUEUE_LEDGERS  4    /* the network drops a queued tx after this many ledgers */
 #define WORKER_FOLLOWED_MS    2000 /* the follower's coverage counts while this recent (hints.c) */

@@ -192,7 +192,7 @@ START_TEST(test_dispatch_silent_watcher_workers_poll)
 	json_decref(s);
 	ck_assert_int_gt(oracle, 1);
 	ck_assert_int_eq(kill((pid_t)oracle, SIGSTOP), 0);
-	ph_sleep_ms(3000); /* past WORKER_WATCHED_MS and the busy poll of any start-up claim */
+	ph_sleep_ms(5000); /* past WORKER_WATCHED_MS (3 s) and any start-up claim's busy poll */
 	enqueue(&f, "WITHDRAW", "c", "w1", 0, f.signer[0], "1", NULL);
 	for (int i = 0; i < 6; i++) {
 		snprintf(rec, sizeof(rec), "q%d", i);
