@@ -22,7 +22,7 @@ struct lane_watch {
 	int64_t due_ms;   /* when the next look also asks for due lanes */
 	int64_t alive_ms; /* when the workers next get a WATCHING word */
 	int64_t woke_ms;  /* when a look last woke a worker */
-	int wait_ms;      /* between looks: MIN while they find work, doubling to MAX */
+	int wait_ms;      /* between looks: MIN while busy, doubling to MAX after */
 	bool busy;        /* a look is on the wire */
 	bool asked_due;   /* it asks for due lanes too */
 	bool failing;     /* the last look failed (logged once per episode) */
@@ -79,7 +79,10 @@ static bool ours(const struct lane_watch *lw, const char *owner, int w)
 	return index == (unsigned)w && view.pid > 0 && pid == (long)view.pid;
 }
 
-/* Ring each worker of ours that owns a listed vshard, once per look; how many were rung. */
+/*
+ * Ring each worker of ours that owns a listed vshard, once per look; how many
+ * had work (a hint left out of a full ring waits for the next look).
+ */
 static int wake(struct lane_watch *lw, const PGresult *res)
 {
 	int workers = (int)lw->ctx->cfg->workers, n = PQntuples(res), rung = 0;
@@ -92,13 +95,12 @@ static int wake(struct lane_watch *lw, const PGresult *res)
 							 : outbox_vshard_owner((int)v, workers);
 		struct shm_hint h = {.type = SHM_HINT_NEW_OP, .ledger = (uint32_t)v};
 
-		if (w < 0 || w >= SHM_MAX_WORKERS || done[w] || PQgetisnull(res, r, 1) ||
-		    !ours(lw, PQgetvalue(res, r, 1), w))
+		if (w < 0 || w >= SHM_MAX_WORKERS || done[w] || PQgetisnull(res, r, 0) ||
+		    PQgetisnull(res, r, 1) || !ours(lw, PQgetvalue(res, r, 1), w))
 			continue;
 		done[w] = true;
 		rung++;
-		if (!follower_push_soft(lw->fol, w, &h, true) &&
-		    st) /* a full ring: the next look */
+		if (follower_push_soft(lw->fol, w, &h, true) == 0 && st)
 			stats_counter_add(st, MET_LANE_WAKES, 1);
 	}
 	return rung;
@@ -125,7 +127,9 @@ static void on_look(PGresult *res, void *arg)
 	lw->busy = false;
 	if (!res || !pgq_ok(res) || PQnfields(res) != 2) {
 		if (!lw->failing)
-			log_warn("lane watch: %s (tried every %d ms; the workers poll meanwhile)",
+			log_warn("lane watch: %s (tried every %d ms; busy workers poll by "
+				 "themselves "
+				 "meanwhile)",
 				 res ? PQresultErrorMessage(res) : "connection lost",
 				 LANE_WATCH_MAX_MS);
 		lw->failing = true;
