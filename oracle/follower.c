@@ -100,42 +100,40 @@ static void covered(struct follower *f)
 	}
 }
 
+/* h into worker w's ring (w checked by the caller), counted, and its doorbell rung; 0 when pushed. */
+static int push(struct follower *f, int w, const struct shm_hint *h, bool ring)
+{
+	struct shm_stats_block *st = shm_stats_block(f->ctx->seg, f->ctx->proc);
+	int rc = spsc_ring_push(&f->rings[w], h);
+
+	if (st)
+		stats_counter_add(st, rc ? MET_HINTS_DROPPED : MET_HINTS_SENT, 1);
+	if (!rc && ring && (uint32_t)w < f->ctx->doorbells->n)
+		doorbell_ring(shm_doorbell_get(f->ctx->seg, w), f->ctx->doorbells->fd[w]);
+	return rc;
+}
+
 static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t aux, int vshard,
 		 int64_t op_id)
 {
 	struct shm_hint h = {
 		.type = SHM_HINT_TX_LANDED, .ledger = ledger, .aux = aux, .op_id = (uint64_t)op_id};
 	int w = outbox_vshard_owner(vshard, (int)f->ctx->cfg->workers);
-	struct shm_stats_block *st = shm_stats_block(f->ctx->seg, f->ctx->proc);
 
 	if (w < 0 || w >= SHM_MAX_WORKERS || !f->ring_ok[w] ||
 	    sodium_hex2bin(h.tx_hash, 32, hash, 64, NULL, NULL, NULL))
 		return;
-	if (spsc_ring_push(&f->rings[w], &h)) {
-		if (st)
-			stats_counter_add(st, MET_HINTS_DROPPED, 1);
+	if (push(f, w, &h, true))
 		lost(f, w, ledger);
-		return;
-	}
-	if (st)
-		stats_counter_add(st, MET_HINTS_SENT, 1);
-	if ((uint32_t)w < f->ctx->doorbells->n)
-		doorbell_ring(shm_doorbell_get(f->ctx->seg, w), f->ctx->doorbells->fd[w]);
 }
 
 int follower_push_soft(struct follower *f, int w, const struct shm_hint *h, bool ring)
 {
-	struct shm_stats_block *st = shm_stats_block(f->ctx->seg, f->ctx->proc);
-
 	if (w < 0 || w >= SHM_MAX_WORKERS || !f->ring_ok[w])
 		return -EINVAL;
-	if (spsc_ring_fill(f->rings[w].r) > f->rings[w].mask / 4 || spsc_ring_push(&f->rings[w], h))
+	if (spsc_ring_fill(f->rings[w].r) > f->rings[w].mask / 4)
 		return -ENOSPC;
-	if (st)
-		stats_counter_add(st, MET_HINTS_SENT, 1);
-	if (ring && (uint32_t)w < f->ctx->doorbells->n)
-		doorbell_ring(shm_doorbell_get(f->ctx->seg, w), f->ctx->doorbells->fd[w]);
-	return 0;
+	return push(f, w, h, ring) ? -ENOSPC : 0;
 }
 
 static size_t index_of(const struct follower *f, const char *hash)

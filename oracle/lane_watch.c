@@ -17,6 +17,7 @@
 struct lane_watch {
 	struct child_ctx *ctx;
 	struct follower *fol;
+	struct shm_stats_block *stats; /* the oracle's; NULL: nothing counted */
 	struct pgq pg;
 	int64_t next_ms;  /* monotonic: when the next look may start */
 	int64_t due_ms;   /* when the next look also asks for due lanes */
@@ -41,6 +42,7 @@ struct lane_watch *lane_watch_new(struct child_ctx *ctx, struct follower *f, int
 	}
 	lw->ctx = ctx;
 	lw->fol = f;
+	lw->stats = shm_stats_block(ctx->seg, ctx->proc);
 	lw->wait_ms = LANE_WATCH_MIN_MS;
 	lw->next_ms = lw->due_ms = lw->alive_ms = mono_ms();
 	lw->woke_ms = lw->next_ms - LANE_WATCH_BUSY_MS;
@@ -86,7 +88,6 @@ static bool ours(const struct lane_watch *lw, const char *owner, int w)
 static int wake(struct lane_watch *lw, const PGresult *res)
 {
 	int workers = (int)lw->ctx->cfg->workers, n = PQntuples(res), rung = 0;
-	struct shm_stats_block *st = shm_stats_block(lw->ctx->seg, lw->ctx->proc);
 	bool done[SHM_MAX_WORKERS] = {false};
 
 	for (int r = 0; r < n; r++) {
@@ -100,8 +101,8 @@ static int wake(struct lane_watch *lw, const PGresult *res)
 			continue;
 		done[w] = true;
 		rung++;
-		if (follower_push_soft(lw->fol, w, &h, true) == 0 && st)
-			stats_counter_add(st, MET_LANE_WAKES, 1);
+		if (follower_push_soft(lw->fol, w, &h, true) == 0 && lw->stats)
+			stats_counter_add(lw->stats, MET_LANE_WAKES, 1);
 	}
 	return rung;
 }
@@ -121,7 +122,6 @@ static int next_wait(int wait, int64_t quiet_ms)
 static void on_look(PGresult *res, void *arg)
 {
 	struct lane_watch *lw = arg;
-	struct shm_stats_block *st = shm_stats_block(lw->ctx->seg, lw->ctx->proc);
 	int64_t now = mono_ms();
 
 	lw->busy = false;
@@ -136,8 +136,8 @@ static void on_look(PGresult *res, void *arg)
 		lw->next_ms = now + LANE_WATCH_MAX_MS;
 		return;
 	}
-	if (st)
-		stats_counter_add(st, MET_LANE_LOOKS, 1);
+	if (lw->stats)
+		stats_counter_add(lw->stats, MET_LANE_LOOKS, 1);
 	if (lw->failing)
 		log_info("lane watch: works again");
 	lw->failing = false;

@@ -303,7 +303,7 @@ static int prio_rank(const char *p)
 /* The enqueue's answer: the op plus the oracle's estimates; maybe wait for the end. */
 static void enqueued(struct gateway *g, struct gw_req *r, unsigned http, json_t *body)
 {
-	json_t *op = json_object_get(body, "op");
+	json_t *op = json_object_get(body, "op"), *vshard = json_object_get(op, "vshard");
 	const char *status = json_string_value(json_object_get(op, "status"));
 	uint64_t fee;
 	double eta;
@@ -315,9 +315,8 @@ static void enqueued(struct gateway *g, struct gw_req *r, unsigned http, json_t 
 			    eta >= 0 ? json_real(eta) : json_null());
 	r->op_id = json_integer_value(json_object_get(op, "id"));
 	r->created_status = (int)http;
-	if (http == 201 && status && !strcmp(status, "PENDING") &&
-	    json_is_integer(json_object_get(op, "vshard")))
-		gw_wake_new_op(g, json_integer_value(json_object_get(op, "vshard")));
+	if (http == 201 && status && !strcmp(status, "PENDING") && json_is_integer(vshard))
+		gw_wake_new_op(g, json_integer_value(vshard));
 	if (r->wait && !terminal(status)) {
 		gw_jobs_wait(g, r);
 		return;
