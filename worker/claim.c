@@ -35,13 +35,17 @@
  * claim that takes rows takes the plainly takeable lanes in one statement
  * (schema/0029_claim_by_set.sql).
  *
- * A CRITICAL NOTIFY that finds the regular claim on the wire starts a
- * CRITICAL-only claim (outbox.claim's max_priority 0, schema/
- * 0024_claim_fence_once.sql) on the express connection, at once: under a
- * backlog the regular claim takes tens of milliseconds, and the op would
- * wait for it and then for the next one. At most one claim of each kind is
- * in flight; they skip each other's locked lanes, and each records the
- * lease generations it was sent under (lease.claim_gen[kind]).
+ * A CRITICAL NOTIFY starts a CRITICAL-only claim (outbox.claim's
+ * max_priority 0, schema/0024_claim_fence_once.sql) on the express
+ * connection, at once, whether or not the regular claim is on the wire: on
+ * a backlog the regular claim takes tens of milliseconds, and the op would
+ * wait for it and then for the next one; and an idle regular claim, started
+ * for the NOTIFY, would take a batch of NORMAL and LOW lanes with the
+ * CRITICAL op, which then waits for the whole batch's statement (a CRITICAL
+ * op's enqueue -> claim p99 on a backlog: see worker/README.md). At most one
+ * claim of each kind is in flight; they skip each other's locked lanes, and
+ * each records the lease generations it was sent under
+ * (lease.claim_gen[kind]).
  */
 #include "worker/worker.h"
 
@@ -233,10 +237,6 @@ void claim_tick(struct worker *w)
 
 void claim_critical(struct worker *w)
 {
-	if (!w->claiming) {
-		worker_schedule_claim(w, 0); /* the regular claim takes CRITICAL ops first */
-		return;
-	}
 	if (w->urgent_claiming) {
 		w->urgent_again = true;
 		return;

@@ -131,12 +131,32 @@ static void read_fees(struct worker *w)
 	worker_saw_ledger(w, w->fees.latest_ledger, (int64_t)w->fees.close_time);
 }
 
+/*
+ * A CRITICAL NOTIFY's payload is its op's vshard (schema/0003_wakeup.sql).
+ * Every worker hears every NOTIFY; only the one holding that vshard (its
+ * lease reconciled, so a claim would read it) has something to claim. A
+ * payload of another form is claimed for: a hint must never be lost to a
+ * format the worker did not expect.
+ */
+static bool wake_is_mine(const struct worker *w, const char *payload)
+{
+	char *end;
+	long v;
+
+	if (!payload || !*payload)
+		return true;
+	errno = 0;
+	v = strtol(payload, &end, 10);
+	if (errno || *end || v < 0 || v >= w->nvshards)
+		return true;
+	return w->leases[v].epoch && w->leases[v].reconciled;
+}
+
 static void on_notify(const char *channel, const char *extra, void *arg)
 {
 	struct worker *w = arg;
 
-	(void)extra;
-	if (!strcmp(channel, "outbox_wake"))
+	if (!strcmp(channel, "outbox_wake") && wake_is_mine(w, extra))
 		claim_critical(w);
 }
 

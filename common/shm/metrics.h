@@ -61,7 +61,7 @@
 	X(MET_DOORBELL_WAKEUPS, "outbox_doorbell_wakeups_total", "doorbell waits ended by a ring") \
 	X(MET_DOORBELL_TIMEOUTS, "outbox_doorbell_timeouts_total", "doorbell waits ended by their timeout") \
 	X(MET_CLAIMS, "outbox_claims_total", "ops claimed by workers") \
-	X(MET_CRITICAL_CLAIMS, "outbox_critical_claims_total", "CRITICAL-only claims: a CRITICAL NOTIFY found the regular claim busy") \
+	X(MET_CRITICAL_CLAIMS, "outbox_critical_claims_total", "CRITICAL-only claims: one per CRITICAL NOTIFY for a vshard this worker holds") \
 	X(MET_ATTEMPTS_RECORDED, "outbox_attempts_recorded_total", "attempt rows committed before a send") \
 	X(MET_SENDS, "outbox_sends_total", "sendTransaction calls (first sends and re-sends)") \
 	X(MET_OPS_CONFIRMED, "outbox_ops_confirmed_total", "ops confirmed on chain") \

@@ -150,7 +150,8 @@ INV_SLACK_MS=${CHAOS_INVERSION_SLACK_MS:-100}
 # the CRITICAL one arrived but sent after it). Upper bounds of the
 # histogram's buckets (1, 2, 4, ... ms): {"ops", "p50_le", "p99_le"}, and
 # critical_claims: the CRITICAL-only claims the workers sent meanwhile
-# (outbox_critical_claims_total: a NOTIFY found the regular claim busy).
+# (outbox_critical_claims_total: one per CRITICAL NOTIFY, by the worker
+# holding the op's vshard).
 own_dispatch() { # own_dispatch [BEFORE]: BEFORE an earlier answer, to count only what came since
 	curl -fsS "http://127.0.0.1:$HTTP_PORT/metrics" | python3 -c '
 import json, re, sys

@@ -127,7 +127,9 @@ END_TEST
  * owning worker claim it (the test waits 30 s at most, half the sweep);
  * then a CRITICAL op's NOTIFY outbox_wake (and the watcher) make the owning
  * worker claim at once: its write-ahead attempt commits within a second of
- * its enqueue (milliseconds when the machine is not loaded).
+ * its enqueue (milliseconds when the machine is not loaded), and exactly one
+ * CRITICAL-only claim was sent for it, by the owner (every worker hears the
+ * NOTIFY; its payload names the vshard).
  */
 START_TEST(test_dispatch_idle_worker_woken)
 {
@@ -157,6 +159,14 @@ START_TEST(test_dispatch_idle_worker_woken)
 			   "1000)::bigint FROM outbox.ops o JOIN outbox.attempts a ON a.op_id = "
 			   "o.id WHERE o.kind = 'WITHDRAW'");
 	ck_assert_msg(ms >= 0 && ms < 1000, "CRITICAL enqueue-to-attempt took %lld ms", ms);
+	/* every worker heard the NOTIFY; only the vshard's owner claimed for it */
+	s = ph_ctl(&f.h, "stats", NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(
+		ph_counter(ph_proc(s, "worker", 0), "outbox_critical_claims_total") +
+			ph_counter(ph_proc(s, "worker", 1), "outbox_critical_claims_total"),
+		1);
+	json_decref(s);
 	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
 					    "'CONFIRMED'"),
 			 2);
