@@ -125,6 +125,14 @@ static bool take_row(struct worker *w, const PGresult *res, int r, enum claim_ki
 	stats_counter_add(w->stats, MET_CLAIMS, 1);
 	stats_hist_observe(w->stats, MET_ENQUEUE_TO_CLAIM_MS,
 			   (uint64_t)((int64_t)wall_ms() - j->created_ms));
+	/*
+	 * A CRITICAL op builds now rather than at the loop's next jobs_tick:
+	 * on a backlog the rest of this turn (RPC answers, other statements'
+	 * results) can take milliseconds. Nothing it does depends on the
+	 * rows after it.
+	 */
+	if (j->prio == OP_PRIO_CRITICAL)
+		build_start(j);
 	return true;
 }
 
