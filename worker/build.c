@@ -42,6 +42,9 @@ static void on_recorded(PGresult *res, void *arg)
 
 	if (job_gone(j))
 		return;
+	if (res)
+		stats_hist_observe(j->w->stats, MET_ATTEMPT_WRITE_MS,
+				   (uint64_t)(mono_ms() - j->step_ms));
 	if (!pgq_ok(res)) {
 		col = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
 		if (!strcmp(pgq_sqlstate(res), "OB409") && col && !strcmp(col, "source_sequence")) {
@@ -120,6 +123,7 @@ static void record(struct job *j)
 	p[10] = j->tx.max_ledger ? ml : NULL;
 	p[11] = j->tx.sent_after ? sa : NULL;
 	j->st = J_RECORDING;
+	j->step_ms = mono_ms();
 	if (job_sql_merge(
 		    j, &record_merge,
 		    "SELECT outbox.attempt_record($1, $2::int, $3::bigint, $4::bigint, $5::int, "
@@ -172,6 +176,7 @@ static void on_simulated(struct rpc_result *r, void *arg)
 
 	if (job_gone(j))
 		return;
+	stats_hist_observe(j->w->stats, MET_SIMULATE_MS, (uint64_t)(mono_ms() - j->step_ms));
 	if (r->status != RPC_OK) {
 		job_retry(j, -1, r->err.msg, true);
 		return;
@@ -217,6 +222,7 @@ static void simulate(struct job *j)
 		return;
 	}
 	struct rpc_request req = {.method = RPC_SIMULATE_TRANSACTION, .transaction = b64};
+	j->step_ms = mono_ms();
 	if (rpc_call_start(j->w->rpc, &req, on_simulated, j, &err))
 		job_retry(j, -1, err.msg, true);
 	else

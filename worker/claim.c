@@ -143,6 +143,7 @@ static bool claimed(struct worker *w, PGresult *res, enum claim_kind k)
 
 	if (!res)
 		return false;
+	stats_hist_observe(w->stats, MET_CLAIM_MS, (uint64_t)(mono_ms() - w->claim_sent_ms[k]));
 	if (!pgq_ok(res)) {
 		log_warn("claim: %s %s", pgq_sqlstate(res), PQresultErrorMessage(res));
 		if (!strcmp(pgq_sqlstate(res), "OB403"))
@@ -228,6 +229,7 @@ static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb
 	snprintf(bat, sizeof(bat), "%lld", (long long)batch);
 	if (k == CLAIM_ALL)
 		w->claim_batch = batch;
+	w->claim_sent_ms[k] = mono_ms();
 	return pgq_send(q,
 			"SELECT op_id, vshard, signer, kind, priority, idempotency_key, "
 			"payload->>'account', payload->>'amount', attempts, fee_bumps, "

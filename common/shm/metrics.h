@@ -110,7 +110,10 @@
 	X(MET_FEE_POLL_MS, "outbox_fee_poll_ms", "fee oracle poll round trip in milliseconds", 4) \
 	X(MET_PUBLISH_WAIT_US, "outbox_fee_publish_wait_us", "time a publish waited for a free slot in microseconds", 1) \
 	X(MET_ENQUEUE_TO_CLAIM_MS, "outbox_enqueue_to_claim_ms", "op creation to claim in milliseconds", 1) \
-	X(MET_ENQUEUE_TO_SEND_MS, "outbox_enqueue_to_send_ms", "op creation to first send in milliseconds", 1)
+	X(MET_ENQUEUE_TO_SEND_MS, "outbox_enqueue_to_send_ms", "op creation to first send in milliseconds", 1) \
+	X(MET_CLAIM_MS, "outbox_claim_ms", "a worker's claim statement, sent to answered, in milliseconds (regular and CRITICAL-only)", 1) \
+	X(MET_SIMULATE_MS, "outbox_simulate_ms", "a worker's simulateTransaction call, sent to answered, in milliseconds", 1) \
+	X(MET_ATTEMPT_WRITE_MS, "outbox_attempt_write_ms", "a write-ahead attempt row, sent to committed (queue and group commit included), in milliseconds", 1)
 #define SHM_COUNTER_FAMILIES(X) \
 	X(FAM_OPS, "outbox_ops_total", "worker decisions about ops: confirmed, sent back for a retry, failed", KIND, PRIORITY, OUTCOME) \
 	X(FAM_FEE_BUMPS, "outbox_fee_bump_total", "fee-bump envelopes recorded and sent", KIND, NONE, NONE) \

@@ -802,6 +802,10 @@ START_TEST(test_metrics_promtool)
 	ck_assert_int_eq(metric(r.body, "outbox_op_latency_seconds_count{kind=\"DEPOSIT\"}"), 1);
 	ck_assert_int_eq(metric(r.body, "outbox_dispatch_seconds_count{priority=\"NORMAL\"}"), 1);
 	ck_assert_int_eq(metric(r.body, "outbox_dispatch_seconds_count{priority=\"CRITICAL\"}"), 0);
+	/* the dispatch's steps: one simulate and one write-ahead row for the one op */
+	ck_assert_int_eq(metric(r.body, "outbox_simulate_seconds_count"), 1);
+	ck_assert_int_eq(metric(r.body, "outbox_attempt_write_seconds_count"), 1);
+	ck_assert_int_ge(metric(r.body, "outbox_claim_seconds_count"), 1);
 	ck_assert_int_ge(metric(r.body, "outbox_queue_depth{status=\"PENDING\",priority=\"LOW\"}"),
 			 0);
 	ck_assert_int_ge(metric(r.body, "outbox_stuck_submitted"), 0);
