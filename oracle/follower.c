@@ -6,10 +6,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/pgq.h"
-#include "common/shm/doorbell.h"
+#include "common/shm/hint_out.h"
 #include "common/shm/layout.h"
-#include "common/shm/spsc_ring.h"
-#include "common/shm/stats.h"
 #include "common/stellar/txresult.h"
 #include "common/vshard.h"
 
@@ -32,8 +30,7 @@ struct follower {
 	uint32_t start_ledger;
 	char cursor[RPC_CURSOR_MAX];
 	int64_t next_ms;
-	struct spsc_ring rings[SHM_MAX_WORKERS];
-	bool ring_ok[SHM_MAX_WORKERS];
+	struct hint_out out; /* the oracle's rings (the lane watcher pushes through them too) */
 	/* hashes of the page waiting for attempt_lookup */
 	char hashes[FOLLOWER_HASHES][65];
 	uint32_t ledgers[FOLLOWER_HASHES];
@@ -62,9 +59,8 @@ struct follower *follower_new(struct child_ctx *ctx, struct rpc_client *rpc, int
 	}
 	f->ctx = ctx;
 	f->rpc = rpc;
-	for (uint32_t w = 0; w < (uint32_t)ctx->cfg->workers && w < SHM_MAX_WORKERS; w++)
-		f->ring_ok[w] =
-			spsc_ring_attach(&f->rings[w], ctx->seg, SHM_PRODUCER_ORACLE, w) == 0;
+	hint_out_attach(&f->out, ctx->seg, ctx->doorbells, shm_stats_block(ctx->seg, ctx->proc),
+			SHM_PRODUCER_ORACLE, (uint32_t)ctx->cfg->workers);
 	return f;
 }
 
@@ -95,22 +91,11 @@ static void covered(struct follower *f)
 		struct shm_hint h = {.type = SHM_HINT_FOLLOWED,
 				     .ledger = f->covered_to,
 				     .aux = f->covered_from[w]};
-		if (f->ring_ok[w] && f->covered_from[w] && f->covered_from[w] <= f->covered_to)
-			spsc_ring_push(&f->rings[w], &h);
+		struct spsc_ring *r = hint_out_ring(&f->out, w);
+
+		if (r && f->covered_from[w] && f->covered_from[w] <= f->covered_to)
+			spsc_ring_push(r, &h);
 	}
-}
-
-/* h into worker w's ring (w checked by the caller), counted, and its doorbell rung; 0 when pushed. */
-static int push(struct follower *f, int w, const struct shm_hint *h, bool ring)
-{
-	struct shm_stats_block *st = shm_stats_block(f->ctx->seg, f->ctx->proc);
-	int rc = spsc_ring_push(&f->rings[w], h);
-
-	if (st)
-		stats_counter_add(st, rc ? MET_HINTS_DROPPED : MET_HINTS_SENT, 1);
-	if (!rc && ring && (uint32_t)w < f->ctx->doorbells->n)
-		doorbell_ring(shm_doorbell_get(f->ctx->seg, w), f->ctx->doorbells->fd[w]);
-	return rc;
 }
 
 static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t aux, int vshard,
@@ -120,20 +105,21 @@ static void hint(struct follower *f, const char *hash, uint32_t ledger, uint64_t
 		.type = SHM_HINT_TX_LANDED, .ledger = ledger, .aux = aux, .op_id = (uint64_t)op_id};
 	int w = outbox_vshard_owner(vshard, (int)f->ctx->cfg->workers);
 
-	if (w < 0 || w >= SHM_MAX_WORKERS || !f->ring_ok[w] ||
-	    sodium_hex2bin(h.tx_hash, 32, hash, 64, NULL, NULL, NULL))
+	if (!hint_out_ring(&f->out, w) || sodium_hex2bin(h.tx_hash, 32, hash, 64, NULL, NULL, NULL))
 		return;
-	if (push(f, w, &h, true))
+	if (hint_out_send(&f->out, w, &h, true))
 		lost(f, w, ledger);
 }
 
 int follower_push_soft(struct follower *f, int w, const struct shm_hint *h, bool ring)
 {
-	if (w < 0 || w >= SHM_MAX_WORKERS || !f->ring_ok[w])
+	struct spsc_ring *r = hint_out_ring(&f->out, w);
+
+	if (!r)
 		return -EINVAL;
-	if (spsc_ring_fill(f->rings[w].r) > f->rings[w].mask / 4)
+	if (spsc_ring_fill(r->r) > r->mask / 4)
 		return -ENOSPC;
-	return push(f, w, h, ring) ? -ENOSPC : 0;
+	return hint_out_send(&f->out, w, h, ring) ? -ENOSPC : 0;
 }
 
 static size_t index_of(const struct follower *f, const char *hash)

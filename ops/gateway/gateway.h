@@ -38,7 +38,7 @@
 #include "common/child.h"
 #include "common/loop.h"
 #include "common/pgq.h"
-#include "common/shm/spsc_ring.h"
+#include "common/shm/hint_out.h"
 #include "common/shm/stats.h"
 #include "ops/gateway/request.h"
 
@@ -141,11 +141,9 @@ struct gateway {
 	struct gw_req *metrics_waiting; /* /metrics waiting for the depth */
 	bool depth_busy, keys_busy, waiters_busy, gw_keys_loaded;
 	int64_t keys_at_ms, depth_at_ms, waiters_at_ms, eta_at_ms;
-	void *eta_ring;     /* conditions.c's samples */
-	void *console_ring; /* console.c's samples */
-	/* wake.c: the producer end of the gateway's hint ring of each worker */
-	struct spsc_ring rings[SHM_MAX_WORKERS];
-	bool ring_ok[SHM_MAX_WORKERS];
+	void *eta_ring;        /* conditions.c's samples */
+	void *console_ring;    /* console.c's samples */
+	struct hint_out hints; /* wake.c: the gateway's hint ring of each worker */
 };
 
 /* ---- http.c ---- */

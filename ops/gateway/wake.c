@@ -9,21 +9,19 @@
  * work streams in, up to 40 ms after a quiet spell; oracle/lane_watch.h).
  *
  * Only the loop thread pushes: a ring has one producer (common/shm/
- * spsc_ring.h). A hint is a hint: a full ring drops it (counted in
+ * hint_out.h). A hint is a hint: a full ring drops it (counted in
  * outbox_hints_dropped_total) and the watcher and the sweep still find the
  * op; a worker of this instance that does not hold the vshard's lease
  * (another instance's worker does) answers it with one empty claim.
  */
 #include "ops/gateway/gateway.h"
 
-#include "common/shm/doorbell.h"
 #include "common/vshard.h"
 
 void gw_wake_attach(struct gateway *g)
 {
-	for (uint32_t w = 0; w < (uint32_t)g->ctx->cfg->workers && w < SHM_MAX_WORKERS; w++)
-		g->ring_ok[w] =
-			spsc_ring_attach(&g->rings[w], g->ctx->seg, SHM_PRODUCER_GATEWAY, w) == 0;
+	hint_out_attach(&g->hints, g->ctx->seg, g->ctx->doorbells, g->stats, SHM_PRODUCER_GATEWAY,
+			(uint32_t)g->ctx->cfg->workers);
 }
 
 void gw_wake_new_op(struct gateway *g, long long vshard)
@@ -33,13 +31,5 @@ void gw_wake_new_op(struct gateway *g, long long vshard)
 			: outbox_vshard_owner((int)vshard, (int)g->ctx->cfg->workers);
 	struct shm_hint h = {.type = SHM_HINT_NEW_OP, .ledger = (uint32_t)vshard};
 
-	if (w < 0 || w >= SHM_MAX_WORKERS || !g->ring_ok[w])
-		return;
-	if (spsc_ring_push(&g->rings[w], &h)) {
-		stats_counter_add(g->stats, MET_HINTS_DROPPED, 1);
-		return;
-	}
-	stats_counter_add(g->stats, MET_HINTS_SENT, 1);
-	if ((uint32_t)w < g->ctx->doorbells->n)
-		doorbell_ring(shm_doorbell_get(g->ctx->seg, w), g->ctx->doorbells->fd[w]);
+	(void)hint_out_send(&g->hints, w, &h, true); /* a full ring: the watcher and the sweep */
 }

@@ -354,6 +354,20 @@ END_TEST
 
 /* ---- "wait": true ---- */
 
+/* POST an enqueue that waits: 201 with the op CONFIRMED; its answer (the caller frees it). */
+static json_t *post_confirmed(struct gw *g, const char *body)
+{
+	struct resp r = req(g, "POST", "/api/v1/ops", bearer(g->key_enqueue), body);
+	json_t *j;
+
+	ck_assert_int_eq(r.status, 201);
+	j = json_of(&r);
+	free(r.body);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "op"), "status")),
+			 "CONFIRMED");
+	return j;
+}
+
 START_TEST(test_wait_confirmed_and_failed)
 {
 	struct gw g;
@@ -363,14 +377,8 @@ START_TEST(test_wait_confirmed_and_failed)
 
 	gw_start(&g, "1000000", 2);
 	gw_keys(&g);
-	r = req(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
-		enqueue_body(&g, "DEPOSIT", "w", "dep-1", 0, g.f.signer[1], "10",
-			     ", \"wait\": true, \"waitTimeoutMs\": 60000"));
-	ck_assert_int_eq(r.status, 201);
-	j = json_of(&r);
-	free(r.body);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "op"), "status")),
-			 "CONFIRMED");
+	j = post_confirmed(&g, enqueue_body(&g, "DEPOSIT", "w", "dep-1", 0, g.f.signer[1], "10",
+					    ", \"wait\": true, \"waitTimeoutMs\": 60000"));
 	ck_assert(json_is_false(json_object_get(j, "timedOut")));
 	json_decref(j);
 	pgtest_account(91, poor);
@@ -859,8 +867,7 @@ START_TEST(test_enqueue_wakes_worker)
 	const char *env[] = {"OUTBOX_DISPATCH_INTERVAL_MS=60000",
 			     "OUTBOX_HEARTBEAT_TIMEOUT_MS=600000", NULL};
 	struct gw g;
-	struct resp r;
-	json_t *s, *j;
+	json_t *s;
 	long long oracle;
 
 	gw_start_env(&g, "1000000", 2, env);
@@ -872,15 +879,9 @@ START_TEST(test_enqueue_wakes_worker)
 	ck_assert_int_gt(oracle, 1);
 	ck_assert_int_eq(kill((pid_t)oracle, SIGSTOP), 0);
 	ph_sleep_ms(3000); /* idle: the workers stop counting on the watcher */
-	r = req(&g, "POST", "/api/v1/ops", bearer(g.key_enqueue),
-		enqueue_body(&g, "DEPOSIT", "h", "woken-1", 0, g.f.signer[1], "10",
-			     ", \"wait\": true, \"waitTimeoutMs\": 30000"));
-	ck_assert_int_eq(r.status, 201);
-	j = json_of(&r);
-	free(r.body);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "op"), "status")),
-			 "CONFIRMED");
-	json_decref(j);
+	json_decref(post_confirmed(&g, enqueue_body(&g, "DEPOSIT", "h", "woken-1", 0, g.f.signer[1],
+						    "10",
+						    ", \"wait\": true, \"waitTimeoutMs\": 30000")));
 	s = ph_ctl(&g.f.h, "stats", NULL);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_int_ge(ph_counter(ph_proc(s, "gateway", 0), "outbox_hints_sent_total"), 1);

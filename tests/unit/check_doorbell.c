@@ -1,9 +1,11 @@
 /*
  * check_doorbell.c - eventfd doorbells (common/shm/doorbell.h): a waker
  * writes only when the owner sleeps, the timeout path fires, and no wakeup
- * is lost over thousands of cross-process rounds with random delays.
+ * is lost over thousands of cross-process rounds with random delays; a
+ * producer role's hint_out (common/shm/hint_out.h) pushes, counts and rings.
  */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/shm/doorbell.h"
+#include "common/shm/hint_out.h"
 #include "common/shm/spsc_ring.h"
 #include "tests/unit/shm_test.h"
 
@@ -137,6 +140,53 @@ START_TEST(test_no_lost_wakeups)
 }
 END_TEST
 
+/*
+ * hint_out: a push is counted as sent, rings a sleeping worker's doorbell
+ * only when asked, a full ring drops and counts the hint, a worker without
+ * a ring is refused uncounted.
+ */
+START_TEST(test_hint_out)
+{
+	static struct hint_out o;
+	struct shm_stats_block *st = shm_stats_block(&seg, 0);
+	struct shm_doorbell *db = shm_doorbell_get(&seg, 1);
+	struct shm_hint h = {.type = SHM_HINT_NEW_OP, .ledger = 7}, got;
+	struct spsc_ring cons;
+	int pushed = 0;
+
+	ck_assert_ptr_nonnull(st);
+	hint_out_attach(&o, &seg, &fds, st, SHM_PRODUCER_GATEWAY, seg.n_workers);
+	ck_assert_ptr_nonnull(hint_out_ring(&o, 1));
+	ck_assert_ptr_null(hint_out_ring(&o, 2));
+	ck_assert_ptr_null(hint_out_ring(&o, -1));
+	ck_assert_int_eq(hint_out_send(&o, 2, &h, true), -EINVAL);
+	ck_assert_int_eq(hint_out_send(&o, -1, &h, true), -EINVAL);
+	ck_assert_uint_eq(stats_counter_read(st, MET_HINTS_SENT), 0);
+
+	ck_assert_int_eq(hint_out_send(&o, 1, &h, true), 0); /* awake: no write */
+	ck_assert_int_eq(doorbell_wait(fds.fd[1], 0), 0);
+	doorbell_prepare(db);
+	ck_assert_int_eq(hint_out_send(&o, 1, &h, false), 0); /* asleep, not asked */
+	ck_assert_int_eq(doorbell_wait(fds.fd[1], 0), 0);
+	ck_assert_int_eq(hint_out_send(&o, 1, &h, true), 0);
+	ck_assert_int_eq(doorbell_wait(fds.fd[1], 1000), 1);
+	doorbell_done(db, fds.fd[1]);
+	ck_assert_uint_eq(stats_counter_read(st, MET_HINTS_SENT), 3);
+
+	while (hint_out_send(&o, 1, &h, false) == 0)
+		pushed++;
+	ck_assert_int_eq(pushed, 64 - 3);
+	ck_assert_int_eq(hint_out_send(&o, 1, &h, false), -ENOSPC);
+	ck_assert_uint_eq(stats_counter_read(st, MET_HINTS_SENT), 64);
+	ck_assert_uint_eq(stats_counter_read(st, MET_HINTS_DROPPED), 2);
+
+	ck_assert_int_eq(spsc_ring_attach(&cons, &seg, SHM_PRODUCER_GATEWAY, 1), 0);
+	ck_assert_int_eq(spsc_ring_pop(&cons, &got), 1);
+	ck_assert_int_eq(got.type, SHM_HINT_NEW_OP);
+	ck_assert_uint_eq(got.ledger, 7);
+}
+END_TEST
+
 static Suite *doorbell_suite(void)
 {
 	Suite *s = suite_create("doorbell");
@@ -148,6 +198,7 @@ static Suite *doorbell_suite(void)
 	tcase_add_test(tc, test_fds);
 	tcase_add_test(tc, test_ring_only_when_sleeping);
 	tcase_add_test(tc, test_timeout_fires);
+	tcase_add_test(tc, test_hint_out);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("concurrency");
