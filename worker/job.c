@@ -26,8 +26,11 @@
 
 struct job *job_new(struct worker *w, int vshard)
 {
-	struct job *j = calloc(1, sizeof(*j));
+	struct job *j;
 
+	if (due_reserve(w, w->n_jobs + 1))
+		return NULL;
+	j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
 	j->w = w;
@@ -55,6 +58,7 @@ static void job_free(struct job *j)
 	if (j->next)
 		j->next->prev = j->prev;
 	w->n_jobs--;
+	due_drop(j);
 	if (j->holds_slot) {
 		inflight_release(w->ctx->seg, w->ctx->index);
 		w->inflight--;
@@ -378,25 +382,19 @@ void job_drop(struct job *j)
 }
 
 /*
- * Run the idle jobs that are due. The walk recomputes jobs_due_ms: the jobs
- * it leaves idle fold their due times in; the ones it runs go busy or are
- * given a new due time (job_due).
+ * Run the idle jobs that are due, each at most once: due.c hands them out
+ * in due order. A busy one is left out (job_gone puts it back); a run one
+ * comes back through its step's job_due().
  */
 void jobs_tick(struct worker *w, int64_t now)
 {
-	struct job *j, *next;
+	struct job *j;
 
-	if (now < w->jobs_due_ms)
-		return;
-	w->jobs_due_ms = INT64_MAX;
-	for (j = w->jobs; j; j = next) {
-		next = j->next;
+	w->tick_no++;
+	while ((j = due_pop(w, now))) {
 		if (j->busy || j->abandoned)
 			continue;
-		if (now < j->due_ms) {
-			job_due(j, j->due_ms);
-			continue;
-		}
+		j->tick_no = w->tick_no;
 		if (j->st == J_CLAIMED) {
 			/*
 			 * Backpressure: an envelope's bounds are fixed when it is

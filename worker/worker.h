@@ -168,12 +168,13 @@ struct worker {
 	struct job *jobs; /* doubly linked */
 	size_t n_jobs;
 	/*
-	 * No idle job is due before this (monotonic; possibly earlier than the
-	 * truth, never later): jobs_tick walks the jobs only when it has
-	 * passed, and the loop's wait ends at it. Every due time goes through
-	 * job_due(), and a job going idle folds its own in (job_gone).
+	 * Every job not busy in a call, by due time (due.c: a min-heap with
+	 * room for every job); the loop's wait ends at the earliest. tick_no
+	 * counts jobs_tick's runs: a job runs at most once per run.
 	 */
-	int64_t jobs_due_ms;
+	struct job **due;
+	size_t n_due, cap_due;
+	uint64_t tick_no;
 	int64_t inflight; /* slots held in the global cap */
 	struct fee_view fees;
 	/*
@@ -235,8 +236,10 @@ struct job {
 	uint32_t lease_gen;
 	enum job_state st;
 	bool busy, abandoned, holds_slot;
-	bool adopted;   /* from reconcile: an attempt row, not a claim */
-	int64_t due_ms; /* next scheduled action (monotonic) */
+	bool adopted;     /* from reconcile: an attempt row, not a claim */
+	int64_t due_ms;   /* next scheduled action (monotonic) */
+	size_t due_at;    /* its place in w->due, plus one; 0 = not there (due.c) */
+	uint64_t tick_no; /* the jobs_tick run that last ran it */
 
 	/* The op. */
 	int64_t op_id;
@@ -318,12 +321,19 @@ struct job *job_new(struct worker *w, int vshard);
 void job_abandon_vshard(struct worker *w, int vshard);
 /* First thing in every callback: the job is no longer busy; true = it is gone, stop. */
 bool job_gone(struct job *j);
+/* ---- due.c: the jobs by due time ---- */
+int due_reserve(struct worker *w, size_t n); /* room for n jobs; -1 out of memory */
+void due_set(struct job *j, int64_t at);     /* (re)place j at due time at */
+void due_drop(struct job *j);                /* j leaves the heap (if there) */
+/* The earliest job due at or before now that has not run in this tick, taken out; or NULL. */
+struct job *due_pop(struct worker *w, int64_t now);
+int64_t due_next(const struct worker *w); /* the earliest due time, INT64_MAX if none */
+void due_free(struct worker *w);
+
 /* The job's next action is due at `at` (monotonic ms). */
 static inline void job_due(struct job *j, int64_t at)
 {
-	j->due_ms = at;
-	if (at < j->w->jobs_due_ms)
-		j->w->jobs_due_ms = at;
+	due_set(j, at);
 }
 /*
  * A fenced statement about the job's op (owner, vshard, epoch are $1..$3),

@@ -350,8 +350,8 @@ static int wait_ms(struct worker *w, int64_t now)
 		t = rt;
 	if (w->next_claim_ms && w->next_claim_ms - now < t)
 		t = w->next_claim_ms - now;
-	if (w->jobs_due_ms - now < t)
-		t = w->jobs_due_ms - now;
+	if (due_next(w) - now < t)
+		t = due_next(w) - now;
 	if (w->relay && relay_timeout_ms(w->relay, now) < t)
 		t = relay_timeout_ms(w->relay, now);
 	return t < 0 ? 0 : (int)t;
@@ -470,6 +470,7 @@ int worker_main(struct child_ctx *ctx)
 	drain(&w);
 	relay_free(w.relay, 0); /* relay_drain had its time; the rest is produced again */
 	rpc_client_free(w.rpc);
+	due_free(&w);
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
 		pgq_release(&w.pg[k]);
 	signers_release(&w);

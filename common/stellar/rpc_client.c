@@ -11,6 +11,12 @@
  * finished transfers: HTTP status, size limit and JSON parsing decide the
  * result, and the call's callback runs.
  *
+ * A finished call's easy handle and response buffer go to a small free list
+ * (RPC_POOL_MAX) instead of being freed: curl_easy_init, the options that
+ * never change and the buffer's growth were a tenth of a worker's CPU when
+ * every call made them anew. A reused handle gets the per-call options (body,
+ * size limit) again before every transfer; the rest stay as first set.
+ *
  * Single-threaded by contract: a client is used from one thread only, so no
  * locking. Callbacks never run inside curl's own callbacks (only after
  * curl_multi_socket_action() returned), which is what lets a callback start
@@ -27,6 +33,13 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * Idle calls kept for reuse, and the largest response buffer one may keep:
+ * enough for a worker's burst of calls, without holding a huge body.
+ */
+#define RPC_POOL_MAX      64
+#define RPC_POOL_RESP_MAX (64u << 10)
+
 struct rpc_call {
 	struct rpc_client *client;
 	CURL *easy;
@@ -39,7 +52,7 @@ struct rpc_call {
 	bool too_big;
 	rpc_done_fn cb;
 	void *arg;
-	struct rpc_call *prev, *next; /* all calls in flight */
+	struct rpc_call *prev, *next; /* all calls in flight, or the free list (next) */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -56,6 +69,8 @@ struct rpc_client {
 	uint64_t next_id;
 	size_t pending;
 	struct rpc_call *calls;
+	struct rpc_call *idle; /* finished calls kept for reuse */
+	size_t n_idle;
 	bool freeing; /* rpc_client_free() is cancelling: no new calls */
 };
 
@@ -209,6 +224,16 @@ fail:
 	return NULL;
 }
 
+static void call_destroy(struct rpc_call *call)
+{
+	if (call->easy)
+		curl_easy_cleanup(call->easy);
+	free(call->body);
+	free(call->resp);
+	free(call);
+}
+
+/* Unlink a finished call and keep it for reuse, or free it. */
 static void call_free(struct rpc_call *call)
 {
 	struct rpc_client *c = call->client;
@@ -221,10 +246,21 @@ static void call_free(struct rpc_call *call)
 		call->next->prev = call->prev;
 	c->pending--;
 	curl_multi_remove_handle(c->multi, call->easy);
-	curl_easy_cleanup(call->easy);
 	free(call->body);
-	free(call->resp);
-	free(call);
+	call->body = NULL;
+	if (c->freeing || c->n_idle >= RPC_POOL_MAX) {
+		call_destroy(call);
+		return;
+	}
+	if (call->resp_cap > RPC_POOL_RESP_MAX) {
+		free(call->resp);
+		call->resp = NULL;
+		call->resp_cap = 0;
+	}
+	call->prev = NULL;
+	call->next = c->idle;
+	c->idle = call;
+	c->n_idle++;
 }
 
 /* Run the callback with res, then free the call and release res. */
@@ -250,6 +286,11 @@ void rpc_client_free(struct rpc_client *c)
 		outbox_error_set(&res.err, -ECANCELED, "rpc", "client freed with call in flight");
 		call_finish(c->calls, &res);
 	}
+	while (c->idle) {
+		struct rpc_call *next = c->idle->next;
+		call_destroy(c->idle);
+		c->idle = next;
+	}
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
 	if (c->epfd >= 0)
@@ -262,6 +303,7 @@ void rpc_client_free(struct rpc_client *c)
 
 /* ---- calls -------------------------------------------------------------- */
 
+/* The options every call of c shares: set once per easy handle. */
 static int easy_setup(struct rpc_client *c, struct rpc_call *call)
 {
 	CURL *e = call->easy;
@@ -275,15 +317,12 @@ static int easy_setup(struct rpc_client *c, struct rpc_call *call)
 	SET(CURLOPT_URL, c->url);
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_POST, 1L);
-	SET(CURLOPT_POSTFIELDS, call->body);
-	SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(call->body));
 	SET(CURLOPT_HTTPHEADER, c->headers);
 	SET(CURLOPT_USERAGENT, "outboxd");
 	SET(CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	SET(CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)call->max_response);
 	SET(CURLOPT_WRITEFUNCTION, on_write);
 	SET(CURLOPT_WRITEDATA, call);
 	SET(CURLOPT_PRIVATE, call);
@@ -292,6 +331,46 @@ static int easy_setup(struct rpc_client *c, struct rpc_call *call)
 		SET(CURLOPT_CAINFO, c->ca_file);
 #undef SET
 	return rc == CURLE_OK ? 0 : -EINVAL;
+}
+
+/* The options of this call: its body and its size limit. */
+static int easy_setup_call(struct rpc_call *call)
+{
+	CURL *e = call->easy;
+
+	if (curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body) != CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(call->body)) !=
+		    CURLE_OK ||
+	    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)call->max_response) !=
+		    CURLE_OK)
+		return -EINVAL;
+	return 0;
+}
+
+/* A call with a ready easy handle: from the free list, or new. */
+static struct rpc_call *call_get(struct rpc_client *c)
+{
+	struct rpc_call *call = c->idle;
+
+	if (call) {
+		c->idle = call->next;
+		c->n_idle--;
+		call->next = NULL;
+		call->resp_len = 0;
+		call->too_big = false;
+		call->errbuf[0] = '\0';
+		return call;
+	}
+	call = calloc(1, sizeof(*call));
+	if (!call)
+		return NULL;
+	call->client = c;
+	call->easy = curl_easy_init();
+	if (!call->easy || easy_setup(c, call) < 0) {
+		call_destroy(call);
+		return NULL;
+	}
+	return call;
 }
 
 int rpc_call_start(struct rpc_client *c, const struct rpc_request *req, rpc_done_fn cb, void *arg,
@@ -304,17 +383,16 @@ int rpc_call_start(struct rpc_client *c, const struct rpc_request *req, rpc_done
 		return outbox_error_set(err, OUTBOX_EINVAL, "cb", "no callback");
 	if (c->freeing)
 		return outbox_error_set(err, OUTBOX_ESTATE, "rpc", "client is being freed");
-	call = calloc(1, sizeof(*call));
+	call = call_get(c);
 	if (!call)
-		return outbox_error_set(err, -ENOMEM, "rpc", "out of memory");
-	call->client = c;
+		return outbox_error_set(err, -ENOMEM, "curl", "cannot set up transfer");
 	call->id = c->next_id;
 	call->body = rpc_request_body(req, call->id, err);
 	if (!call->body) {
-		free(call);
-		return err && err->code ? err->code : -ENOMEM;
+		rc = err && err->code ? err->code : -ENOMEM;
+		goto fail;
 	}
-	call->req.method = req->method;
+	call->req = (struct rpc_request){.method = req->method};
 	memcpy(call->req.account, req->account, sizeof(call->req.account));
 	call->max_response = req->max_response ? req->max_response : c->max_response;
 	if (!req->max_response && req->method == RPC_GET_LATEST_LEDGER &&
@@ -322,8 +400,7 @@ int rpc_call_start(struct rpc_client *c, const struct rpc_request *req, rpc_done
 		call->max_response = RPC_LATEST_LEDGER_MAX_RESPONSE;
 	call->cb = cb;
 	call->arg = arg;
-	call->easy = curl_easy_init();
-	if (!call->easy || easy_setup(c, call) < 0) {
+	if (easy_setup_call(call) < 0) {
 		rc = outbox_error_set(err, -ENOMEM, "curl", "cannot set up transfer");
 		goto fail;
 	}
@@ -339,10 +416,8 @@ int rpc_call_start(struct rpc_client *c, const struct rpc_request *req, rpc_done
 	c->pending++;
 	return 0;
 fail:
-	if (call->easy)
-		curl_easy_cleanup(call->easy);
-	free(call->body);
-	free(call);
+	/* never added to the multi handle: keep nothing that was half set up */
+	call_destroy(call);
 	return rc;
 }
 
