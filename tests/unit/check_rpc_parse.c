@@ -9,6 +9,7 @@
 #include "common/stellar/rpc.h"
 
 #include <check.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -888,6 +889,57 @@ START_TEST(test_request_bodies_as_jansson)
 }
 END_TEST
 
+/* What "standard padded base64" means, spelled out: ^[A-Za-z0-9+/]*={0,2}$, length a multiple of 4. */
+static bool spec_b64(const char *s, size_t len)
+{
+	size_t i = 0, pad = 0;
+
+	if (len % 4)
+		return false;
+	while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '/'))
+		i++;
+	while (i < len && s[i] == '=' && pad < 2)
+		i++, pad++;
+	return i == len;
+}
+
+/* Every string of len characters over alpha: the request check says what spec_b64 says. */
+static void b64_all(const char *alpha, size_t len)
+{
+	const size_t na = strlen(alpha);
+	struct rpc_request req = {.method = RPC_SEND_TRANSACTION};
+	size_t total = 1;
+	char buf[16];
+
+	for (size_t k = 0; k < len; k++)
+		total *= na;
+	for (size_t n = 0; n < total; n++) {
+		struct outbox_error err = OUTBOX_ERROR_INIT;
+		size_t x = n;
+		char *body;
+		for (size_t k = 0; k < len; k++, x /= na)
+			buf[k] = alpha[x % na];
+		buf[len] = '\0';
+		req.transaction = buf;
+		body = rpc_request_body(&req, 1, &err);
+		ck_assert_msg((body != NULL) == spec_b64(buf, len), "'%s': %s", buf,
+			      body ? "accepted" : err.msg);
+		free(body);
+	}
+}
+
+/*
+ * 1 to 5 characters over a letter of each class, '=', the URL-safe '-' and
+ * '_', a space and a byte above 127; 8 characters over four of them.
+ */
+START_TEST(test_request_b64_exhaustive)
+{
+	for (size_t len = 1; len <= 5; len++)
+		b64_all("Az9+/=-_ \xc3", len);
+	b64_all("A/=_", 8);
+}
+END_TEST
+
 START_TEST(test_request_bad_params)
 {
 	struct outbox_error err = OUTBOX_ERROR_INIT;
@@ -955,6 +1007,7 @@ static Suite *rpc_parse_suite(void)
 	tcase_add_test(tc, test_request_bodies);
 	tcase_add_test(tc, test_request_bodies_as_jansson);
 	tcase_add_test(tc, test_request_bad_params);
+	tcase_add_test(tc, test_request_b64_exhaustive);
 	tcase_add_test(tc, test_result_move);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tl, test_parse_oversized_xdr);
