@@ -24,6 +24,8 @@ endif()
 
 # worker/due.c, the jobs by due time: a pure structure, tested against a list.
 outbox_suite(check_due LIBS outbox_worker)
+# worker/tx_index.c, the jobs by their envelopes' hashes, against the walk it replaced.
+outbox_suite(check_tx_index LIBS outbox_worker)
 
 foreach(s check_dispatch check_dispatch_multi check_dispatch_fees check_exactly_once)
 	outbox_suite(${s} LIBS outbox_testsupport outbox_stellar DEPENDS outboxd outboxctl stellar-sim)

@@ -111,6 +111,7 @@ static void record(struct job *j)
 	j->env[0] = (struct envelope){.b64 = b64, .fee = j->inner_fee};
 	memcpy(j->env[0].hash, j->inner_hash, 65);
 	j->n_env = 1;
+	tx_index_add(j, j->env[0].hash);
 	snprintf(id, sizeof(id), "%lld", (long long)j->op_id);
 	snprintf(an, sizeof(an), "%d", j->attempt_no);
 	snprintf(seq, sizeof(seq), "%lld", (long long)j->tx.seq);

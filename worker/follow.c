@@ -261,6 +261,7 @@ static bool try_bump(struct job *j)
 	j->env[k] = (struct envelope){.b64 = b64, .fee = fee, .bump_no = ++j->bump_high};
 	sodium_bin2hex(j->env[k].hash, 65, j->tb.hash, 32);
 	j->n_env++; /* not sendable until its row commits (recorded) */
+	tx_index_add(j, j->env[k].hash);
 
 	char id[24], an[16], bn[16], seq[24], mt[24], fs[24], ml[16], sa[16];
 	const char *p[12] = {id,

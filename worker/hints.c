@@ -113,22 +113,10 @@ static void late_landing(struct worker *w, const char *tx_hash, uint32_t ledger,
 		free(l);
 }
 
-static struct job *follower_of(struct worker *w, const char *tx_hash)
-{
-	for (struct job *j = w->jobs; j; j = j->next) {
-		if (j->abandoned)
-			continue;
-		for (int i = 0; i < j->n_env; i++)
-			if (!strcmp(j->env[i].hash, tx_hash))
-				return j;
-	}
-	return NULL;
-}
-
 void hint_landed(struct worker *w, const char *tx_hash, uint32_t ledger, uint64_t aux,
 		 int64_t op_id)
 {
-	struct job *j = follower_of(w, tx_hash);
+	struct job *j = tx_index_find(w, tx_hash);
 
 	if (!ledger)
 		return;

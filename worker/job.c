@@ -59,6 +59,7 @@ static void job_free(struct job *j)
 		j->next->prev = j->prev;
 	w->n_jobs--;
 	due_drop(j);
+	tx_index_drop_job(j);
 	if (j->holds_slot) {
 		inflight_release(w->ctx->seg, w->ctx->index);
 		w->inflight--;

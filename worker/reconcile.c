@@ -127,6 +127,7 @@ static void adopt_row(struct job *j, const PGresult *res, int r)
 		return;
 	snprintf(e->hash, sizeof(e->hash), "%s", PQgetvalue(res, r, C_HASH));
 	j->n_env++;
+	tx_index_add(j, e->hash);
 	if (bump == 0) {
 		j->attempt_no = atoi(PQgetvalue(res, r, C_ATT));
 		j->attempts = j->attempt_no;

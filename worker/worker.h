@@ -175,6 +175,9 @@ struct worker {
 	struct job **due;
 	size_t n_due, cap_due;
 	uint64_t tick_no;
+	/* The jobs by their envelopes' hashes (tx_index.c); incomplete: walk the jobs instead. */
+	struct tx_ref **tx_buckets;
+	bool tx_incomplete;
 	int64_t inflight; /* slots held in the global cap */
 	struct fee_view fees;
 	/*
@@ -236,10 +239,11 @@ struct job {
 	uint32_t lease_gen;
 	enum job_state st;
 	bool busy, abandoned, holds_slot;
-	bool adopted;     /* from reconcile: an attempt row, not a claim */
-	int64_t due_ms;   /* next scheduled action (monotonic) */
-	size_t due_at;    /* its place in w->due, plus one; 0 = not there (due.c) */
-	uint64_t tick_no; /* the jobs_tick run that last ran it */
+	bool adopted;           /* from reconcile: an attempt row, not a claim */
+	int64_t due_ms;         /* next scheduled action (monotonic) */
+	size_t due_at;          /* its place in w->due, plus one; 0 = not there (due.c) */
+	uint64_t tick_no;       /* the jobs_tick run that last ran it */
+	struct tx_ref *tx_refs; /* its entries in the worker's tx index */
 
 	/* The op. */
 	int64_t op_id;
@@ -321,6 +325,15 @@ struct job *job_new(struct worker *w, int vshard);
 void job_abandon_vshard(struct worker *w, int vshard);
 /* First thing in every callback: the job is no longer busy; true = it is gone, stop. */
 bool job_gone(struct job *j);
+/* ---- tx_index.c: the jobs by their envelopes' hashes ---- */
+#define TX_INDEX_BUCKETS 4096
+struct tx_ref;
+void tx_index_add(struct job *j, const char *hash); /* an envelope of j has this hash */
+void tx_index_drop_job(struct job *j);              /* j's entries go (job_free) */
+/* The job, not abandoned, with an envelope of this hash; or NULL. */
+struct job *tx_index_find(struct worker *w, const char *hash);
+void tx_index_free(struct worker *w);
+
 /* ---- due.c: the jobs by due time ---- */
 int due_reserve(struct worker *w, size_t n); /* room for n jobs; -1 out of memory */
 void due_set(struct job *j, int64_t at);     /* (re)place j at due time at */

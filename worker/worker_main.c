@@ -471,6 +471,7 @@ int worker_main(struct child_ctx *ctx)
 	relay_free(w.relay, 0); /* relay_drain had its time; the rest is produced again */
 	rpc_client_free(w.rpc);
 	due_free(&w);
+	tx_index_free(&w);
 	for (int k = 0; k < WORKER_PG_CONNS; k++)
 		pgq_release(&w.pg[k]);
 	signers_release(&w);
