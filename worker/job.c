@@ -36,8 +36,7 @@ struct job *job_new(struct worker *w, int vshard)
 	j->w = w;
 	j->vshard = vshard;
 	j->lease_gen = w->leases[vshard].gen;
-	j->seq_high = -1;
-	txbuild_init(&j->tb);
+	j->seq_high = -1; /* j->tb: calloc left it as txbuild_init would */
 	j->next = w->jobs;
 	if (w->jobs)
 		w->jobs->prev = j;
@@ -66,7 +65,7 @@ static void job_free(struct job *j)
 	}
 	for (int i = 0; i < j->n_env; i++)
 		free(j->env[i].b64);
-	txbuild_release(&j->tb);
+	txbuild_dispose(&j->tb);
 	free(j);
 }
 

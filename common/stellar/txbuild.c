@@ -32,12 +32,19 @@ void txbuild_init(struct txbuild *b)
 	memset(b, 0, sizeof(*b));
 }
 
-void txbuild_release(struct txbuild *b)
+void txbuild_dispose(struct txbuild *b)
 {
 	if (b->owned) {
 		sodium_memzero(b->owned, b->owned_len);
 		free(b->owned);
 	}
+	b->owned = NULL;
+	b->owned_len = 0;
+}
+
+void txbuild_release(struct txbuild *b)
+{
+	txbuild_dispose(b);
 	memset(b, 0, sizeof(*b));
 }
 

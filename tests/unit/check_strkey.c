@@ -172,6 +172,36 @@ START_TEST(test_seed_errors_do_not_echo)
 }
 END_TEST
 
+/* The definition, a bit at a time: what the table must agree with. */
+static uint16_t crc16_bitwise(const uint8_t *p, size_t n)
+{
+	uint16_t crc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		crc ^= (uint16_t)p[i] << 8;
+		for (int b = 0; b < 8; b++)
+			crc = crc & 0x8000 ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+	}
+	return crc;
+}
+
+/* Every byte value at every position of every length up to 43 (a StrKey's raw bytes). */
+START_TEST(test_crc16_table_matches_bitwise)
+{
+	uint8_t buf[43];
+
+	for (size_t len = 0; len <= sizeof(buf); len++)
+		for (size_t pos = 0; pos < (len ? len : 1); pos++)
+			for (int v = 0; v < 256; v++) {
+				for (size_t k = 0; k < len; k++)
+					buf[k] = (uint8_t)(k * 37 + len);
+				if (len)
+					buf[pos] = (uint8_t)v;
+				ck_assert_uint_eq(strkey_crc16(buf, len), crc16_bitwise(buf, len));
+			}
+}
+END_TEST
+
 START_TEST(test_crc16_check_value)
 {
 	ck_assert_uint_eq(strkey_crc16((const uint8_t *)"123456789", 9), 0x31C3);
@@ -227,6 +257,7 @@ int main(void)
 	tcase_add_test(tc, test_each_class_has_its_code);
 	tcase_add_test(tc, test_seed_errors_do_not_echo);
 	tcase_add_test(tc, test_crc16_check_value);
+	tcase_add_test(tc, test_crc16_table_matches_bitwise);
 	tcase_add_test(tc, test_random_round_trips);
 	tcase_add_test(tc, test_encode_rejects_bad_sizes);
 	suite_add_tcase(s, tc);

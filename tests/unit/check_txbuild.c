@@ -366,6 +366,19 @@ START_TEST(test_fee_bump_builder)
 	ck_assert(memcmp(h, b.hash, 32) == 0);
 	ck_assert(memcmp(h, inner_hash, 32) != 0);
 	free(raw);
+	/* dispose frees the decoded fragments and leaves the envelope: a builder freed next */
+	{
+		struct txbuild *d = malloc(sizeof(*d));
+		ck_assert_ptr_nonnull(d);
+		txbuild_init(d);
+		ck_assert_int_eq(txbuild_fee_bump(d, inner_b64, USER, 61234 + 600, 100, &err), 0);
+		ck_assert_ptr_nonnull(d->owned);
+		txbuild_dispose(d);
+		ck_assert_ptr_null(d->owned);
+		ck_assert_uint_eq(d->owned_len, 0);
+		ck_assert_uint_eq(d->env.type, ENVELOPE_TYPE_TX_FEE_BUMP);
+		free(d);
+	}
 	/* a fee bump cannot wrap a fee bump */
 	free(inner_b64);
 	ck_assert_int_eq(txbuild_to_b64(&b, &inner_b64), 0);
