@@ -5,15 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "tests/support/check_main.h"
-
-/* splitmix64: a fixed, well-mixed sequence of 64-bit draws. */
-static uint64_t next_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
+#include "tests/support/splitmix.h"
 
 START_TEST(test_backoff_ceiling_doubles_then_caps)
 {

@@ -10,16 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "tests/support/check_main.h"
+#include "tests/support/splitmix.h"
 
 #define N_JOBS 300
-
-static uint64_t next_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 /* Hashes from a small space, so lookups hit, miss and collide in buckets. */
 static void hash_of(uint64_t x, char out[65])
