@@ -524,8 +524,8 @@ static double peer_mode(const char *dir, const char *mode)
 /*
  * graphile-worker on the same server, in a database of its own, measured
  * with a meter of its own (its backends are that database's). Returns the
- * better jobs/s of its modes (BENCH_PEER_MODES, default per_job,batched),
- * or -1 when the peer could not run (the reason on stderr and in a line):
+ * better jobs/s of its modes (BENCH_PEER_MODES, default per_job,batched;
+ * none skips it), or -1 when the peer did not run (the reason on stderr and in a line):
  * the rest of the run stays valid.
  */
 static double phase_peer(struct fixture *f)
@@ -539,6 +539,11 @@ static double phase_peer(struct fixture *f)
 
 	dir = dir && *dir ? dir : BENCH_GRAPHILE_DIR;
 	snprintf(modes, sizeof(modes), "%s", m && *m ? m : "per_job,batched");
+	if (!strcmp(modes, "none")) { /* outboxd's figures alone, e.g. for A/B pairs */
+		print_line(json_pack("{s:s, s:s, s:s}", "bench", "dispatch", "phase", "peer",
+				     "skipped", "BENCH_PEER_MODES=none"));
+		return -1;
+	}
 	snprintf(path, sizeof(path), "%s/node_modules/graphile-worker/package.json", dir);
 	if (access(path, R_OK)) {
 		fprintf(stderr,

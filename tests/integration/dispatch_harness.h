@@ -240,8 +240,9 @@ static inline void check_executions(struct fixture *f, bool held_ran)
 		n = json_object_get(by, hex);
 		if (!strcmp(st, "CONFIRMED") || (held_ran && !strcmp(st, "HELD"))) {
 			ran++;
-			ck_assert_msg(n && json_integer_value(n) == 1, "%s (%s) executed %lld times",
-				      PQgetvalue(r, i, 0), st, n ? json_integer_value(n) : 0);
+			ck_assert_msg(n && json_integer_value(n) == 1,
+				      "%s (%s) executed %lld times", PQgetvalue(r, i, 0), st,
+				      n ? json_integer_value(n) : 0);
 		} else {
 			ck_assert_msg(!n || json_integer_value(n) == 0, "%s (%s) executed",
 				      PQgetvalue(r, i, 0), st);
