@@ -64,7 +64,9 @@ START_TEST(test_due_matches_a_list)
 			for (;;) {
 				bool blocked = w.n_due && w.due[0]->due_ms <= now &&
 					       w.due[0]->tick_no == w.tick_no;
-				want = blocked || min_due(jobs) > now ? INT64_MAX : min_due(jobs);
+				want = min_due(jobs);
+				if (blocked || want > now)
+					want = INT64_MAX;
 				p = due_pop(&w, now);
 				if (!p) {
 					ck_assert_int_eq(want, INT64_MAX);
