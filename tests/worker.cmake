@@ -26,6 +26,8 @@ endif()
 outbox_suite(check_due LIBS outbox_worker)
 # worker/tx_index.c, the jobs by their envelopes' hashes, against the walk it replaced.
 outbox_suite(check_tx_index LIBS outbox_worker)
+# worker/trace.c, an op's path to its send split into parts.
+outbox_suite(check_send_trace LIBS outbox_worker)
 
 foreach(s check_dispatch check_dispatch_multi check_dispatch_fees check_exactly_once)
 	outbox_suite(${s} LIBS outbox_testsupport outbox_stellar DEPENDS outboxd outboxctl stellar-sim)

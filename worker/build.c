@@ -35,6 +35,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The debug line of a new inner transaction about to go out (trace.h). */
+static void trace_sent(const struct job *j)
+{
+	struct send_split s;
+
+	send_split(&s, &j->marks, wall_us() - j->created_us);
+	log_detail(LOG_LVL_DEBUG, "op %lld sent",
+		   "op_id=%lld priority=%s attempt=%d total_us=%lld before_claim_us=%lld "
+		   "claim_us=%lld queued_us=%lld prepare_us=%lld simulate_us=%lld sign_us=%lld "
+		   "write_us=%lld",
+		   (long long)j->op_id, (long long)j->op_id, op_priority_name(j->prio),
+		   j->attempt_no, (long long)s.total_us, (long long)s.before_claim_us,
+		   (long long)s.claim_us, (long long)s.queued_us, (long long)s.prepare_us,
+		   (long long)s.simulate_us, (long long)s.sign_us, (long long)s.write_us);
+}
+
 static void on_recorded(PGresult *res, void *arg)
 {
 	struct job *j = arg;
@@ -42,9 +58,10 @@ static void on_recorded(PGresult *res, void *arg)
 
 	if (job_gone(j))
 		return;
+	j->marks.rec_done = mono_us();
 	if (res)
 		stats_hist_observe(j->w->stats, MET_ATTEMPT_WRITE_MS,
-				   (uint64_t)(mono_ms() - j->step_ms));
+				   (uint64_t)(j->marks.rec_done - j->marks.rec_sent) / 1000);
 	if (!pgq_ok(res)) {
 		col = res ? PQresultErrorField(res, PG_DIAG_COLUMN_NAME) : NULL;
 		if (!strcmp(pgq_sqlstate(res), "OB409") && col && !strcmp(col, "source_sequence")) {
@@ -74,6 +91,7 @@ static void on_recorded(PGresult *res, void *arg)
 	}
 	if (j->aggressive)
 		stats_counter_add(j->w->stats, MET_AGGRESSIVE_FEE_USED, 1);
+	trace_sent(j);
 	follow_start(j, true);
 }
 
@@ -124,7 +142,7 @@ static void record(struct job *j)
 	p[10] = j->tx.max_ledger ? ml : NULL;
 	p[11] = j->tx.sent_after ? sa : NULL;
 	j->st = J_RECORDING;
-	j->step_ms = mono_ms();
+	j->marks.rec_sent = mono_us();
 	if (job_sql_merge(
 		    j, &record_merge,
 		    "SELECT outbox.attempt_record($1, $2::int, $3::bigint, $4::bigint, $5::int, "
@@ -177,7 +195,9 @@ static void on_simulated(struct rpc_result *r, void *arg)
 
 	if (job_gone(j))
 		return;
-	stats_hist_observe(j->w->stats, MET_SIMULATE_MS, (uint64_t)(mono_ms() - j->step_ms));
+	j->marks.sim_done = mono_us();
+	stats_hist_observe(j->w->stats, MET_SIMULATE_MS,
+			   (uint64_t)(j->marks.sim_done - j->marks.sim_sent) / 1000);
 	if (r->status != RPC_OK) {
 		job_retry(j, -1, r->err.msg, true);
 		return;
@@ -223,7 +243,7 @@ static void simulate(struct job *j)
 		return;
 	}
 	struct rpc_request req = {.method = RPC_SIMULATE_TRANSACTION, .transaction = b64};
-	j->step_ms = mono_ms();
+	j->marks.sim_sent = mono_us();
 	if (rpc_call_start(j->w->rpc, &req, on_simulated, j, &err))
 		job_retry(j, -1, err.msg, true);
 	else
@@ -296,6 +316,7 @@ void build_start(struct job *j)
 	struct fee_decision d;
 
 	j->st = J_BUILDING;
+	j->marks.build = mono_us();
 	fee_policy_decide(&d, &pp, &in);
 	if (d.defer) {
 		job_defer(j, d.defer_ms);

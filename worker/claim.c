@@ -119,8 +119,10 @@ static bool take_row(struct worker *w, const PGresult *res, int r, enum claim_ki
 	j->seq_high = PQgetisnull(res, r, K_SEQ_HIGH)
 			      ? -1
 			      : strtoll(PQgetvalue(res, r, K_SEQ_HIGH), NULL, 10);
-	j->created_ms = strtoll(PQgetvalue(res, r, K_CREATED), NULL, 10);
+	j->created_us = strtoll(PQgetvalue(res, r, K_CREATED), NULL, 10);
+	j->created_ms = j->created_us / 1000;
 	j->claimed_ms = mono_ms();
+	j->marks = (struct send_marks){.claim_sent = w->claim_sent_us[k], .claimed = mono_us()};
 	j->st = J_CLAIMED;
 	stats_counter_add(w->stats, MET_CLAIMS, 1);
 	stats_hist_observe(w->stats, MET_ENQUEUE_TO_CLAIM_MS,
@@ -143,7 +145,8 @@ static bool claimed(struct worker *w, PGresult *res, enum claim_kind k)
 
 	if (!res)
 		return false;
-	stats_hist_observe(w->stats, MET_CLAIM_MS, (uint64_t)(mono_ms() - w->claim_sent_ms[k]));
+	stats_hist_observe(w->stats, MET_CLAIM_MS,
+			   (uint64_t)(mono_us() - w->claim_sent_us[k]) / 1000);
 	if (!pgq_ok(res)) {
 		log_warn("claim: %s %s", pgq_sqlstate(res), PQresultErrorMessage(res));
 		if (!strcmp(pgq_sqlstate(res), "OB403"))
@@ -229,13 +232,14 @@ static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb
 	snprintf(bat, sizeof(bat), "%lld", (long long)batch);
 	if (k == CLAIM_ALL)
 		w->claim_batch = batch;
-	w->claim_sent_ms[k] = mono_ms();
-	return pgq_send(q,
-			"SELECT op_id, vshard, signer, kind, priority, idempotency_key, "
-			"payload->>'account', payload->>'amount', attempts, fee_bumps, "
-			"(extract(epoch from created_at) * 1000)::bigint, attempts_base, seq_high "
-			"FROM outbox.claim($1, $2::int[], $3::bigint[], $4::int, $5::int, $6::int)",
-			6, p, cb, w);
+	w->claim_sent_us[k] = mono_us();
+	return pgq_send(
+		q,
+		"SELECT op_id, vshard, signer, kind, priority, idempotency_key, "
+		"payload->>'account', payload->>'amount', attempts, fee_bumps, "
+		"(extract(epoch from created_at) * 1000000)::bigint, attempts_base, seq_high "
+		"FROM outbox.claim($1, $2::int[], $3::bigint[], $4::int, $5::int, $6::int)",
+		6, p, cb, w);
 }
 
 void claim_tick(struct worker *w)

@@ -46,6 +46,7 @@
 #include "common/stellar/sign.h"
 #include "common/stellar/txbuild.h"
 #include "common/pgq.h"
+#include "worker/trace.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -162,7 +163,7 @@ struct worker {
 	bool urgent_claiming, urgent_again; /* the CRITICAL-only claim (claim.c) */
 	int64_t last_found_ms;              /* the last claim that returned rows (monotonic) */
 	int64_t claim_batch;                /* the rows the regular claim on the wire may take */
-	int64_t claim_sent_ms[CLAIM_KINDS]; /* when each claim on the wire was sent */
+	int64_t claim_sent_us[CLAIM_KINDS]; /* when each claim on the wire was sent (mono_us) */
 	int64_t watched_ms; /* the oracle's lane watcher's last WATCHING word (monotonic) */
 
 	struct job *jobs; /* doubly linked */
@@ -255,7 +256,8 @@ struct job {
 	int attempts, attempts_base;
 	int64_t seq_high; /* highest sequence outboxd recorded for the signer, -1 none */
 	int64_t created_ms, claimed_ms;
-	int64_t step_ms; /* when its simulate or attempt row in flight was sent (metrics) */
+	int64_t created_us;       /* created_at, microseconds (a claimed job's; 0 adopted) */
+	struct send_marks marks; /* its path to the send, for metrics and the trace (trace.h) */
 
 	/* The inner transaction followed, its envelopes, and what is known of its fate. */
 	int attempt_no;

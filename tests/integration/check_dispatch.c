@@ -39,6 +39,7 @@ START_TEST(test_dispatch_all_confirmed_exactly_once)
 					    "'CONFIRMED'"),
 			 40);
 	check_exactly_once(&f);
+	ck_assert(!ph_log_contains(&f.h, " total_us=")); /* the trace is a debug line */
 	/* every confirmed op has exactly one CONFIRMED attempt, the one it names */
 	ck_assert_int_eq(pgtest_scalar(f.c,
 				       "SELECT count(*) FROM outbox.ops o JOIN outbox.attempts a "
@@ -115,6 +116,78 @@ START_TEST(test_dispatch_critical_first)
 				   "ON o2.id = a2.op_id WHERE o2.kind = 'WITHDRAW' AND "
 				   "a2.outcome = 'CONFIRMED')"),
 		0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
+ * The trace of an op's path to its send (worker/trace.h): with
+ * OUTBOX_LOG_LEVEL=debug every op, CRITICAL or not, leaves exactly one
+ * `op N sent` line for its one transaction, with its priority and attempt,
+ * parts that are never negative and add up to total_us, and a simulation
+ * and a write-ahead commit that took time. (all_confirmed_exactly_once runs
+ * at the default level, where no such line is written.)
+ */
+static void check_trace_line(struct fixture *f, long long id, const char *prio)
+{
+	static const char *const keys[] = {
+		" before_claim_us=", " claim_us=", " queued_us=", " prepare_us=",
+		" simulate_us=",     " sign_us=",  " write_us="};
+	char needle[64], want[80];
+	const char *log = ph_log_text(&f->h), *line, *end, *at;
+	long long total, part, sum = 0, v[7];
+
+	snprintf(needle, sizeof(needle), "msg=\"op %lld sent\"", id);
+	line = strstr(log, needle);
+	ck_assert_msg(line, "no trace line for op %lld", id);
+	ck_assert_msg(!strstr(line + 1, needle), "two trace lines for op %lld", id);
+	end = strchr(line, '\n');
+	ck_assert_ptr_nonnull(end);
+	snprintf(want, sizeof(want), " op_id=%lld priority=%s attempt=1 ", id, prio);
+	at = strstr(line, want);
+	ck_assert_msg(at && at < end, "op %lld: %.*s", id, (int)(end - line), line);
+	at = strstr(line, " total_us=");
+	ck_assert_msg(at && at < end, "op %lld: no total_us", id);
+	ck_assert_int_eq(sscanf(at + 10, "%lld", &total), 1);
+	for (int k = 0; k < 7; k++) {
+		at = strstr(line, keys[k]);
+		ck_assert_msg(at && at < end, "op %lld: no%s", id, keys[k]);
+		ck_assert_int_eq(sscanf(at + strlen(keys[k]), "%lld", &part), 1);
+		ck_assert_int_ge(part, 0);
+		v[k] = part;
+		sum += part;
+	}
+	ck_assert_int_eq(sum, total);
+	ck_assert_int_gt(v[4], 0); /* simulate */
+	ck_assert_int_gt(v[6], 0); /* write-ahead commit */
+}
+
+START_TEST(test_dispatch_send_trace)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_LOG_LEVEL=debug", NULL};
+	char rec[16];
+	PGresult *r;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
+	for (int i = 0; i < 8; i++) {
+		snprintf(rec, sizeof(rec), "t%d", i);
+		enqueue(&f, i % 4 ? "DEPOSIT" : "WITHDRAW", "tracer", rec, i % N_SIGNERS,
+			f.signer[(i + 1) % N_SIGNERS], "10", i % 4 ? NULL : "CRITICAL");
+	}
+	ck_assert(wait_terminal(&f, 60000));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED' AND attempts = 1"),
+			 8);
+	r = PQexec(f.c, "SELECT id, CASE priority WHEN 0 THEN 'CRITICAL' WHEN 1 THEN 'NORMAL' "
+			"ELSE 'LOW' END FROM outbox.ops ORDER BY id");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	ck_assert_int_eq(PQntuples(r), 8);
+	for (int i = 0; i < 8; i++)
+		check_trace_line(&f, atoll(PQgetvalue(r, i, 0)), PQgetvalue(r, i, 1));
+	PQclear(r);
 	check_exactly_once(&f);
 	stop(&f);
 }
@@ -730,6 +803,7 @@ static Suite *dispatch_suite(void)
 	dh_add_case(s, "overdraft_fails_with_code", test_dispatch_overdraft_fails_with_code,
 		    CASE_TIMEOUT_S);
 	dh_add_case(s, "critical_first", test_dispatch_critical_first, CASE_TIMEOUT_S);
+	dh_add_case(s, "send_trace", test_dispatch_send_trace, CASE_TIMEOUT_S);
 	dh_add_case(s, "idle_worker_woken", test_dispatch_idle_worker_woken, CASE_TIMEOUT_S);
 	dh_add_case(s, "silent_watcher_workers_poll", test_dispatch_silent_watcher_workers_poll,
 		    CASE_TIMEOUT_S);
