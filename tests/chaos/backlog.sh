@@ -10,7 +10,8 @@
 #  1. baseline: outboxd (4 workers) with no backlog; CRITICAL ops enqueued one
 #     per transaction at a steady rate; their enqueue -> send (the commit of
 #     the attempt row, written right before the envelope is sent) and
-#     enqueue -> CONFIRMED, p50/p99/max
+#     enqueue -> CONFIRMED, p50/p99/max, and the send's parts (steps: the
+#     workers' trace lines, worker/trace.h)
 #  2. outboxd stopped; the backlog loaded (progress on stderr); the claim's
 #     plans read with auto_explain (analyze, buffers, nested statements):
 #     outbox.claim and outbox.claim_release as a worker calls them, in a
@@ -94,9 +95,10 @@ sql -c "CREATE TABLE public.signers (i int PRIMARY KEY, a text NOT NULL);
 printf '%s\n' "${SIGNERS[@]}" | awk '{print NR-1 "\t" $0}' | sql -c "\copy public.signers FROM pstdin"
 printf '%s\n' "${CUSTOMERS[@]}" | awk '{print NR-1 "\t" $0}' | sql -c "\copy public.customers FROM pstdin"
 
-# outboxd without a broker: events stay in outbox.events (above)
+# outboxd without a broker: events stay in outbox.events (above); at the
+# debug level, so every transaction sent leaves its trace line (steps, below)
 KAFKA=
-backlog_outboxd() { outboxd_start "OUTBOX_BATCH_SIZE=20"; }
+backlog_outboxd() { outboxd_start "OUTBOX_BATCH_SIZE=20" "OUTBOX_LOG_LEVEL=debug"; }
 
 # critical_load PREFIX [own]: CRIT_N CRITICAL withdrawals, one per
 # transaction, at CRIT_RATE/s, keys PREFIX1..PREFIXn, signers spread over the
@@ -173,6 +175,32 @@ n = d[-1][1] if d else 0
 q = lambda f: next((le for le, c in d if c >= f * n), None) if n else None
 print(json.dumps({"ops": n, "p50_le": q(0.5), "p99_le": q(0.99), "buckets": b,
     "critical_claims": crit - before.get("critical_claims", 0), "crit_total": crit}))' "${1:-"{}"}" || echo '{"ops": null}'
+}
+# steps PREFIX: where the CRITICAL ops PREFIX* spent the time up to their
+# send, from the workers' trace lines (`op N sent`, worker/trace.h): for
+# total and each part (before_claim: the enqueue's commit, its NOTIFY and
+# the worker's turn; claim; queued; prepare; simulate; sign; write: the
+# attempt row's commit), {"p50", "p99", "max"} in ms (nearest rank), and
+# "ops", the ops with a line. A slow send is explained by the part that
+# grew; a tail spread over every part is a machine short of CPU.
+steps() {
+	sql -c "SELECT id FROM outbox.ops WHERE business_record_id LIKE '$1%'" | python3 -c '
+import json, math, re, sys
+ids = set(l.strip() for l in sys.stdin if l.strip())
+parts = ["total", "before_claim", "claim", "queued", "prepare", "simulate", "sign", "write"]
+seen = {}
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"msg=\"op (\d+) sent\"", line)
+    if m and m.group(1) in ids and m.group(1) not in seen:
+        seen[m.group(1)] = dict((k, int(v)) for k, v in re.findall(r" ([a-z_]+)_us=(\d+)", line))
+def q(v, f):
+    return round(v[max(0, math.ceil(f * len(v)) - 1)] / 1000.0, 1)
+out = {"ops": len(seen)}
+for p in parts:
+    v = sorted(t[p] for t in seen.values() if p in t)
+    if v:
+        out[p + "_ms"] = {"p50": q(v, 0.5), "p99": q(v, 0.99), "max": q(v, 1.0)}
+print(json.dumps(out, separators=(",", ":")))' "$T/outboxd.log" || echo '{"ops": null}'
 }
 latency() {
 	wait_for 600 "the CRITICAL ops $1* to end" bash -c "[[ \$(psql -X -At -d '$ADMIN_URL' -c \"SELECT count(*) FROM outbox.ops WHERE business_record_id LIKE '$1%' AND status IN ('PENDING','SUBMITTED')\") == 0 ]]"
@@ -350,7 +378,7 @@ backlog_outboxd
 log "baseline: $CRIT_N CRITICAL ops at $CRIT_RATE/s, no backlog"
 critical_load a
 base=$(latency a)
-base=$(jq -c --argjson d "$(own_dispatch)" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total))}' <<<"$base")
+base=$(jq -c --argjson d "$(own_dispatch)" --argjson s "$(steps a)" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total)), steps: $s}' <<<"$base")
 log "baseline: $base"
 outboxd_stop
 
@@ -383,14 +411,14 @@ t0=$(now_ms)
 critical_load k
 load=$(latency k)
 od=$(own_dispatch)
-load=$(jq -c --argjson d "$od" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total))}' <<<"$load")
+load=$(jq -c --argjson d "$od" --argjson s "$(steps k)" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total)), steps: $s}' <<<"$load")
 log "on the backlog: $load"
 own='{"ops": 0, "inversions": 0}'
 if ((OWN > 0)); then
 	log "on the backlog: $CRIT_N CRITICAL ops at $CRIT_RATE/s on $OWN signers of their own"
 	critical_load d own
 	own=$(latency d)
-	own=$(jq -c --argjson d "$(own_dispatch "$od")" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total))}' <<<"$own")
+	own=$(jq -c --argjson d "$(own_dispatch "$od")" --argjson s "$(steps d)" '. + {own_dispatch_ms: ($d | del(.buckets, .crit_total)), steps: $s}' <<<"$own")
 	log "on the backlog, signers of their own: $own"
 fi
 t1=$(now_ms)
