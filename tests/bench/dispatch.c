@@ -19,6 +19,10 @@
  *	            ops.created_at (the enqueue transaction's start), p50/p99
  *	            over every op of the phase; CPU per op covers enqueue and
  *	            dispatch.
+ *	latency_steps  with BENCH_TRACE=1 (outboxd at OUTBOX_LOG_LEVEL=debug,
+ *	            which costs the other phases some CPU): the latency phase's
+ *	            enqueue-to-send split into its parts, from the workers'
+ *	            `op N sent` lines (worker/trace.h), p50/p99 of each.
  *	enqueue     BENCH_OPS (20000) ops enqueued for a held user, 500 per
  *	            transaction: CPU per enqueue.
  *	throughput  the hold is released at once; confirmed ops per second over
@@ -54,6 +58,7 @@
 #include "tests/integration/dispatch_harness.h"
 #include "tests/support/pgtest.h"
 
+#include <math.h>
 #include <sys/wait.h>
 
 #define BENCH_ENQUEUERS 4  /* latency phase: paced enqueuer processes */
@@ -231,6 +236,76 @@ static void phase_latency(struct fixture *f, long offered, long seconds, double 
 			  "achieved_offer_ops_per_s", (double)n / took, "ops", (json_int_t)n,
 			  "enqueue_to_send_p50_ms", *p50, "enqueue_to_send_p99_ms", *p99);
 	cpu_fields(o, &c0, &c1, (double)n);
+	print_line(o);
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest rank q of v[0..n) in ms, v sorted here; 0 when empty. */
+static double rank_ms(long long *v, size_t n, double q)
+{
+	size_t k = (size_t)ceil(q * (double)n);
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_ll);
+	return (double)v[k ? k - 1 : 0] / 1000.0;
+}
+
+/*
+ * latency_steps: the trace lines (worker/trace.h) of the latency phase's ops
+ * (user 'lat'), their first transaction's: p50/p99 of each part, in ms.
+ */
+static void phase_latency_steps(struct fixture *f)
+{
+	static const char *const parts[] = {"total",   "before_claim", "claim", "queued",
+					    "prepare", "simulate",     "sign",  "write"};
+	enum { NP = sizeof(parts) / sizeof(parts[0]) };
+	PGresult *r = PQexec(f->c, "SELECT id FROM outbox.ops WHERE user_id = 'lat' ORDER BY id");
+	size_t n_ids, n = 0;
+	long long *ids, *v[NP];
+	char *line = NULL, key[32];
+	size_t cap = 0;
+	FILE *log = fopen(f->h.log, "r");
+
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	ck_assert_ptr_nonnull(log);
+	n_ids = (size_t)PQntuples(r);
+	ids = calloc(n_ids + 1, sizeof(*ids));
+	for (int k = 0; k < NP; k++)
+		v[k] = calloc(n_ids + 1, sizeof(long long));
+	for (size_t i = 0; i < n_ids; i++)
+		ids[i] = atoll(PQgetvalue(r, (int)i, 0));
+	PQclear(r);
+	while (getline(&line, &cap, log) > 0 && n < n_ids) {
+		const char *m = strstr(line, "msg=\"op "), *at;
+		long long id;
+		if (!m || sscanf(m, "msg=\"op %lld sent\"", &id) != 1 ||
+		    !strstr(line, " attempt=1 ") || !bsearch(&id, ids, n_ids, sizeof(*ids), cmp_ll))
+			continue;
+		for (int k = 0; k < NP; k++) {
+			snprintf(key, sizeof(key), " %s_us=", parts[k]);
+			at = strstr(line, key);
+			v[k][n] = at ? atoll(at + strlen(key)) : 0;
+		}
+		n++;
+	}
+	fclose(log);
+	free(line);
+	json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "bench", "dispatch", "phase", "latency_steps",
+			      "ops", (json_int_t)n_ids, "traced", (json_int_t)n);
+	for (int k = 0; k < NP; k++) {
+		double p50 = rank_ms(v[k], n, 0.5), p99 = rank_ms(v[k], n, 0.99);
+		snprintf(key, sizeof(key), "%s_ms", parts[k]);
+		json_object_set_new(o, key, json_pack("{s:f, s:f}", "p50", p50, "p99", p99));
+		free(v[k]);
+	}
+	free(ids);
 	print_line(o);
 }
 
@@ -580,8 +655,9 @@ START_TEST(bench_dispatch)
 	long ledger_ms = env_long("BENCH_LEDGER_MS", 100, 10, 10000);
 	long batch = env_long("BENCH_MINIMAL_BATCH", 50, 1, 10000);
 	char sim[256];
+	bool trace = env_long("BENCH_TRACE", 0, 0, 1) == 1;
 	const char *env[] = {"OUTBOX_GLOBAL_MAX_IN_FLIGHT=5000", "OUTBOX_BATCH_SIZE=500",
-			     "OUTBOX_LOG_LEVEL=warn", NULL};
+			     trace ? "OUTBOX_LOG_LEVEL=debug" : "OUTBOX_LOG_LEVEL=warn", NULL};
 	double p50, p99, load0 = cpumeter_loadavg();
 	bool of_latency = breakdown_of_latency();
 
@@ -616,6 +692,8 @@ START_TEST(bench_dispatch)
 	if (of_latency) {
 		ck_assert_int_eq(stmtstats_begin(f.c, source), 0);
 		phase_latency(&f, offered, seconds, &p50, &p99);
+		if (trace)
+			phase_latency_steps(&f);
 		check_exactly_once(&f);
 		stop_outboxd(&f);
 		phase_breakdown(&f, source, "latency", offered * seconds);
@@ -629,6 +707,8 @@ START_TEST(bench_dispatch)
 		return;
 	}
 	phase_latency(&f, offered, seconds, &p50, &p99);
+	if (trace)
+		phase_latency_steps(&f);
 	phase_throughput(&f, ops, source, &t);
 	check_exactly_once(&f);
 	stop_outboxd(&f);
