@@ -143,7 +143,7 @@ static void record(struct job *j)
 	p[11] = j->tx.sent_after ? sa : NULL;
 	j->st = J_RECORDING;
 	j->marks.rec_sent = mono_us();
-	if (job_sql_merge(
+	if (job_sql_ahead(
 		    j, &record_merge,
 		    "SELECT outbox.attempt_record($1, $2::int, $3::bigint, $4::bigint, $5::int, "
 		    "$6::int, $7, $8, $9, $10, $11::bigint, $12::bigint, $13::bigint, $14::int, "

@@ -286,7 +286,8 @@ static bool try_bump(struct job *j)
 	snprintf(sa, sizeof(sa), "%u", j->tx.sent_after);
 	log_info("op %lld: fee bump %d, fee %lld", (long long)j->op_id, j->env[k].bump_no,
 		 (long long)fee);
-	if (job_sql(j,
+	if (job_sql_ahead(
+		    j, NULL,
 		    "SELECT outbox.attempt_record($1, $2::int, $3::bigint, $4::bigint, $5::int, "
 		    "$6::int, $7, $8, $9, $10, $11::bigint, $12::bigint, $13::bigint, $14::int, "
 		    "$15::int)",

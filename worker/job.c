@@ -4,7 +4,8 @@
  * its op, or dropped when its vshard is abandoned.
  *
  * Every write is fenced (job_sql, worker.h) and goes through the vshard's
- * data connection. A final write that
+ * data connection, an attempt row through the write-ahead connection, a
+ * CRITICAL op's through the express connection. A final write that
  * commits ends the job (on_finished); one that fails leaves the op as
  * PostgreSQL has it and the vshard is reconciled again, because only
  * PostgreSQL knows what happened (leases_write_failed).
@@ -105,13 +106,13 @@ bool job_gone(struct job *j)
 	return false;
 }
 
-int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int n,
-		  const char *const *params, pgq_cb cb)
+/* $1..$3 (owner, vshard, epoch), then the statement's own, on q. */
+static int send_fenced(struct job *j, struct pgq *q, const struct pgq_merge *m, const char *sql,
+		       int n, const char *const *params, pgq_cb cb)
 {
 	struct worker *w = j->w;
 	char vs[16], es[24];
 	const char *p[PGQ_MAX_PARAMS];
-	struct pgq *q;
 	int rc;
 
 	if (n + 3 > PGQ_MAX_PARAMS)
@@ -123,7 +124,6 @@ int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int
 	p[2] = es;
 	for (int i = 0; i < n; i++)
 		p[3 + i] = params[i];
-	q = j->prio == OP_PRIO_CRITICAL ? &w->pg[WORKER_PG_EXPRESS] : worker_pg(w, j->vshard);
 	rc = m ? pgq_send_merge(q, m, sql, n + 3, p, cb, j)
 	       : pgq_send_batch(q, sql, n + 3, p, cb, j);
 	if (rc == 0)
@@ -131,9 +131,29 @@ int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int
 	return rc;
 }
 
+struct pgq *job_ahead_pg(struct job *j)
+{
+	return &j->w->pg[j->prio == OP_PRIO_CRITICAL ? WORKER_PG_EXPRESS : WORKER_PG_AHEAD];
+}
+
+int job_sql_merge(struct job *j, const struct pgq_merge *m, const char *sql, int n,
+		  const char *const *params, pgq_cb cb)
+{
+	struct pgq *q = j->prio == OP_PRIO_CRITICAL ? &j->w->pg[WORKER_PG_EXPRESS]
+						    : worker_pg(j->w, j->vshard);
+
+	return send_fenced(j, q, m, sql, n, params, cb);
+}
+
 int job_sql(struct job *j, const char *sql, int n, const char *const *params, pgq_cb cb)
 {
 	return job_sql_merge(j, NULL, sql, n, params, cb);
+}
+
+int job_sql_ahead(struct job *j, const struct pgq_merge *m, const char *sql, int n,
+		  const char *const *params, pgq_cb cb)
+{
+	return send_fenced(j, job_ahead_pg(j), m, sql, n, params, cb);
 }
 
 static void on_finished(PGresult *res, void *arg)
@@ -399,13 +419,13 @@ void jobs_tick(struct worker *w, int64_t now)
 			/*
 			 * Backpressure: an envelope's bounds are fixed when it is
 			 * built, before its attempt row commits, so it must not
-			 * wait behind a long queue of writes; a claim of hundreds
-			 * of ops starts them as the queue drains. A CRITICAL op's
-			 * writes take the express connection (job_sql): it never
+			 * wait behind a long queue of attempt rows; a claim of
+			 * hundreds of ops starts them as the queue drains. A
+			 * CRITICAL op's take the express connection: it never
 			 * waits.
 			 */
 			if (j->prio != OP_PRIO_CRITICAL &&
-			    pgq_pending(worker_pg(w, j->vshard)) >= WORKER_PG_QUEUE_MAX) {
+			    pgq_pending(job_ahead_pg(j)) >= WORKER_PG_QUEUE_MAX) {
 				job_due(j, now + WORKER_PG_QUEUE_WAIT_MS);
 				continue;
 			}

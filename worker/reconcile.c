@@ -35,6 +35,8 @@ struct rec_ctx {
 	int vshard;
 	uint32_t gen;
 	uint32_t seq; /* the lease's rec_seq when it started */
+	int barriers; /* connections still running what was queued before the list */
+	bool lost;    /* one of them was lost meanwhile */
 };
 
 enum {
@@ -206,8 +208,9 @@ static void on_list(PGresult *res, void *arg)
 }
 
 /*
- * The express connection has run the vshard's CRITICAL writes sent before
- * (ok), or was lost first (the worker starts over from the database): read.
+ * The write-ahead and express connections have run the vshard's attempt
+ * rows and CRITICAL writes sent before (ok), or one was lost first (the
+ * worker starts over from the database): read.
  */
 static void send_list(struct rec_ctx *c, bool ok)
 {
@@ -245,18 +248,27 @@ static void send_list(struct rec_ctx *c, bool ok)
 
 /*
  * The list is read on the vshard's data connection, after its writes
- * queued there; CRITICAL writes go through the express connection, so it
- * waits for those first (worker.h, WORKER_PG_CONNS): an attempt row
- * committed after the read would be an op in flight no job follows.
+ * queued there; attempt rows go through the write-ahead connection and
+ * CRITICAL writes through the express connection, so it waits for those
+ * first (worker.h, WORKER_PG_CONNS): an attempt row committed after the
+ * read would be an op in flight no job follows.
  */
-static void on_express_ran(PGresult *res, void *arg)
+static void barrier_done(struct rec_ctx *c, bool ok)
 {
-	send_list(arg, res != NULL);
+	if (!ok)
+		c->lost = true;
+	if (--c->barriers == 0)
+		send_list(c, !c->lost);
+}
+
+static void on_barrier_ran(PGresult *res, void *arg)
+{
+	barrier_done(arg, res != NULL);
 }
 
 void reconcile_start(struct worker *w, int v)
 {
-	struct pgq *express = &w->pg[WORKER_PG_EXPRESS];
+	const int conns[] = {WORKER_PG_AHEAD, WORKER_PG_EXPRESS};
 	struct rec_ctx *c;
 
 	if (w->leases[v].reconciling || !w->leases[v].epoch || !w->pg_up)
@@ -264,11 +276,16 @@ void reconcile_start(struct worker *w, int v)
 	c = malloc(sizeof(*c));
 	if (!c)
 		return;
-	*c = (struct rec_ctx){w, v, w->leases[v].gen, ++w->leases[v].rec_seq};
+	*c = (struct rec_ctx){w, v, w->leases[v].gen, ++w->leases[v].rec_seq, 1, false};
 	w->leases[v].reconciling = true;
-	if (!pgq_pending(express))
-		send_list(c, true);
-	/* pgq_send: a barrier, after everything queued there */
-	else if (pgq_send(express, "SELECT 1", 0, NULL, on_express_ran, c))
-		send_list(c, false);
+	for (size_t k = 0; k < sizeof(conns) / sizeof(conns[0]); k++) {
+		struct pgq *q = &w->pg[conns[k]];
+		if (!pgq_pending(q))
+			continue;
+		/* pgq_send: a barrier, after everything queued there */
+		c->barriers++;
+		if (pgq_send(q, "SELECT 1", 0, NULL, on_barrier_ran, c))
+			barrier_done(c, false);
+	}
+	barrier_done(c, true); /* the start's own count: the list goes when none is left */
 }

@@ -21,11 +21,11 @@ chaos_init pg_restart
 N=${CHAOS_OPS:-1200}
 RATE=${CHAOS_RATE:-40}
 SPIN_MAX=${CHAOS_SPIN_MAX_PCT:-10} # % of one core: a waiting process measures 0-2%, a spinning one ~100%
-# PostgreSQL connections of the group: per worker 4 (worker/worker.h) + its
-# relay's; the oracle's follower, relay, archiver, lanes vacuum and lane
-# watcher; the gateway's control connection and its GW_API_CONNS (3,
-# ops/gateway/gateway.h) for API calls
-PG_CONNS_MAX=$((2 * 5 + 5 + 4))
+# PostgreSQL connections of the group: per worker 6 (WORKER_PG_CONNS,
+# worker/worker.h) + its relay's; the oracle's follower, relay, archiver,
+# lanes vacuum and lane watcher; the gateway's control connection and its
+# GW_API_CONNS (3, ops/gateway/gateway.h) for API calls
+PG_CONNS_MAX=$((2 * 7 + 5 + 4))
 
 pg_start
 db_make

@@ -32,10 +32,10 @@ SPIN_MAX=${CHAOS_SPIN_MAX_PCT:-10}
 HOLD_S=${CHAOS_HOLD_S:-8}
 DB_OWNER=outboxd_app
 PG_MAX_CONN=40
-# outboxd's connections: 2 workers x (5 + relay); the oracle's follower,
+# outboxd's connections: 2 workers x (6 + relay); the oracle's follower,
 # relay, archiver, lanes vacuum and lane watcher; the gateway's control
 # connection and 3 for API calls
-PG_CONNS_MAX=$((2 * 6 + 5 + 4))
+PG_CONNS_MAX=$((2 * 7 + 5 + 4))
 
 pg_start "superuser_reserved_connections=3"
 db_make
