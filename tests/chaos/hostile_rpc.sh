@@ -59,7 +59,7 @@ mapfile -t pids_after < <(child_pids)
 [[ ${pids_before[*]} == "${pids_after[*]}" ]] ||
 	violation "children changed (a crash or a watchdog kill): before ${pids_before[*]}, after ${pids_after[*]}"
 grep -qE 'signal|crash' <(grep -E 'level=(warn|error).*(exited|killed)' "$T/outboxd.log") &&
-	violation "a child exited or was killed: $(grep -E 'level=(warn|error).*(exited|killed)' "$T/outboxd.log" | head -1)"
+	violation "a child exited or was killed: $(grep -m1 -E 'level=(warn|error).*(exited|killed)' "$T/outboxd.log")"
 extra hostile "$(jq -nc --argjson c "$((c1 - c0))" --argjson r "$((rss / 1024))" \
 	--argjson big "$(log_count 'exceeds [0-9]+ bytes')" \
 	'{confirmed_under_faults: $c, peak_rss_mib: $r, too_big_log_lines: $big}')"

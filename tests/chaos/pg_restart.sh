@@ -47,7 +47,9 @@ sleep 3 # let a crash-looping child show itself
 kill -0 "$OUTBOXD_PID" 2>/dev/null || die "outboxd exited while PostgreSQL was down"
 spin=$(cpu_share 3 $(pgrep -g "$OUTBOXD_PID"))
 ((spin <= SPIN_MAX)) || violation "a process used ${spin}% of a core while PostgreSQL was down at start"
-down_line=$(grep -iE 'connect|database|postgres' "$T/outboxd.log" | head -1 | cut -c1-300)
+# grep -m1, not grep | head -1: under pipefail grep dies of SIGPIPE when head
+# leaves while it still writes (six connections per worker log many lines)
+down_line=$(grep -m1 -iE 'connect|database|postgres' "$T/outboxd.log" | cut -c1-300)
 down_lines=$(grep -ciE 'connect|database|postgres' "$T/outboxd.log" || true)
 pg_up
 log "PostgreSQL up"
