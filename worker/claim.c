@@ -121,8 +121,8 @@ static bool take_row(struct worker *w, const PGresult *res, int r, enum claim_ki
 			      : strtoll(PQgetvalue(res, r, K_SEQ_HIGH), NULL, 10);
 	j->created_us = strtoll(PQgetvalue(res, r, K_CREATED), NULL, 10);
 	j->created_ms = j->created_us / 1000;
-	j->claimed_ms = mono_ms();
 	j->marks = (struct send_marks){.claim_sent = w->claim_sent_us[k], .claimed = mono_us()};
+	j->claimed_ms = j->marks.claimed / 1000;
 	j->st = J_CLAIMED;
 	stats_counter_add(w->stats, MET_CLAIMS, 1);
 	stats_hist_observe(w->stats, MET_ENQUEUE_TO_CLAIM_MS,

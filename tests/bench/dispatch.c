@@ -246,15 +246,12 @@ static int cmp_ll(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Nearest rank q of v[0..n) in ms, v sorted here; 0 when empty. */
-static double rank_ms(long long *v, size_t n, double q)
+/* Nearest rank q of the sorted v[0..n) (microseconds), in ms; 0 when empty. */
+static double rank_ms(const long long *v, size_t n, double q)
 {
 	size_t k = (size_t)ceil(q * (double)n);
 
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_ll);
-	return (double)v[k ? k - 1 : 0] / 1000.0;
+	return n ? (double)v[k ? k - 1 : 0] / 1000.0 : 0;
 }
 
 /*
@@ -277,8 +274,11 @@ static void phase_latency_steps(struct fixture *f)
 	ck_assert_ptr_nonnull(log);
 	n_ids = (size_t)PQntuples(r);
 	ids = calloc(n_ids + 1, sizeof(*ids));
-	for (int k = 0; k < NP; k++)
+	ck_assert_ptr_nonnull(ids);
+	for (int k = 0; k < NP; k++) {
 		v[k] = calloc(n_ids + 1, sizeof(long long));
+		ck_assert_ptr_nonnull(v[k]);
+	}
 	for (size_t i = 0; i < n_ids; i++)
 		ids[i] = atoll(PQgetvalue(r, (int)i, 0));
 	PQclear(r);
@@ -300,6 +300,7 @@ static void phase_latency_steps(struct fixture *f)
 	json_t *o = json_pack("{s:s, s:s, s:I, s:I}", "bench", "dispatch", "phase", "latency_steps",
 			      "ops", (json_int_t)n_ids, "traced", (json_int_t)n);
 	for (int k = 0; k < NP; k++) {
+		qsort(v[k], n, sizeof(*v[k]), cmp_ll);
 		double p50 = rank_ms(v[k], n, 0.5), p99 = rank_ms(v[k], n, 0.99);
 		snprintf(key, sizeof(key), "%s_ms", parts[k]);
 		json_object_set_new(o, key, json_pack("{s:f, s:f}", "p50", p50, "p99", p99));
