@@ -85,6 +85,9 @@ static const struct var vars[] = {
 	 "transactions in flight per source account at most"},
 	{"OUTBOX_BATCH_SIZE", V_INT, VF_RELOAD, F(batch_size), "20", 1, 1000,
 	 "ops claimed per sweep"},
+	{"OUTBOX_LANE_WATCH_MS", V_INT, VF_RELOAD, F(lane_watch_ms), "5", 1, 40,
+	 "between the lane watcher's looks for new NORMAL and LOW work while it streams in, in ms: "
+	 "lower claims it sooner, at one more read of PostgreSQL per look"},
 	/* fee oracle */
 	{"FEE_ORACLE_POLL_MS", V_INT, VF_RELOAD, F(fee_oracle_poll_ms), "10000", 100, 600000,
 	 "fee oracle poll interval in ms"},

@@ -43,7 +43,7 @@ struct lane_watch *lane_watch_new(struct child_ctx *ctx, struct follower *f, int
 	lw->ctx = ctx;
 	lw->fol = f;
 	lw->stats = shm_stats_block(ctx->seg, ctx->proc);
-	lw->wait_ms = LANE_WATCH_MIN_MS;
+	lw->wait_ms = (int)ctx->cfg->lane_watch_ms;
 	lw->next_ms = lw->due_ms = lw->alive_ms = mono_ms();
 	lw->woke_ms = lw->next_ms - LANE_WATCH_BUSY_MS;
 	return lw;
@@ -112,10 +112,10 @@ static int wake(struct lane_watch *lw, const PGresult *res)
  * LANE_WATCH_BUSY_MS (work arrives in streams: backing off between two ops
  * of a stream adds the wait to the second), doubling after that.
  */
-static int next_wait(int wait, int64_t quiet_ms)
+static int next_wait(int wait, int busy_wait, int64_t quiet_ms)
 {
 	if (quiet_ms < LANE_WATCH_BUSY_MS)
-		return LANE_WATCH_MIN_MS;
+		return busy_wait;
 	return wait * 2 > LANE_WATCH_MAX_MS ? LANE_WATCH_MAX_MS : wait * 2;
 }
 
@@ -145,7 +145,8 @@ static void on_look(PGresult *res, void *arg)
 		lw->due_ms = now + LANE_WATCH_DUE_MS;
 	if (wake(lw, res) > 0)
 		lw->woke_ms = now;
-	lw->wait_ms = next_wait(lw->wait_ms, now - lw->woke_ms); /* an idle database sees little */
+	/* an idle database sees little */
+	lw->wait_ms = next_wait(lw->wait_ms, (int)lw->ctx->cfg->lane_watch_ms, now - lw->woke_ms);
 	lw->next_ms = now + lw->wait_ms;
 	say_watching(lw, now);
 }

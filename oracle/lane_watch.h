@@ -20,9 +20,12 @@
  * latency or an empty claim, never an op, and the workers' sweep still runs.
  *
  * Cost: one read-only statement a look (a skip scan of the signals: one
- * index probe per signalled vshard and one more), every LANE_WATCH_MIN_MS
- * while a look woke a worker within LANE_WATCH_BUSY_MS, the wait doubling
- * to LANE_WATCH_MAX_MS after that. Work comes in streams: a watcher that
+ * index probe per signalled vshard and one more), every OUTBOX_LANE_WATCH_MS
+ * (5 by default; read at each look, so SIGHUP changes it) while a look woke
+ * a worker within LANE_WATCH_BUSY_MS, the wait doubling to LANE_WATCH_MAX_MS
+ * after that. An op that arrives while looks stream waits half the interval
+ * on average before its worker hears of it; each look costs PostgreSQL a
+ * read (README.md, Sizing, has the trade measured). Work comes in streams: a watcher that
  * backed off after each look that found nothing added its wait to the next
  * op of the stream (bench_dispatch at 100 ops/s offered: enqueue-to-send
  * p50 11 ms against 8.5 ms with the busy window). The due lanes take one
@@ -41,7 +44,6 @@
 
 #include <stdint.h>
 
-#define LANE_WATCH_MIN_MS   5    /* between looks while busy */
 #define LANE_WATCH_BUSY_MS  2000 /* busy: a look woke a worker this recently */
 #define LANE_WATCH_MAX_MS   40   /* between looks after a quiet spell (doubling) */
 #define LANE_WATCH_DUE_MS   100  /* due lanes are looked for this often */

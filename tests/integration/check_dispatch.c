@@ -203,13 +203,18 @@ END_TEST
  * its enqueue (milliseconds when the machine is not loaded), and exactly one
  * CRITICAL-only claim was sent for it, by the owner (every worker hears the
  * NOTIFY; its payload names the vshard).
+ * The watcher runs with OUTBOX_LANE_WATCH_MS at its maximum, 40: it never
+ * looks sooner than 40 ms after its last answer, so however slow the
+ * machine it looked at most once per 40 ms of the run, even in the 2 s
+ * after a look woke a worker (at the default 5 ms, such a window alone
+ * holds hundreds of looks).
  */
 START_TEST(test_dispatch_idle_worker_woken)
 {
 	struct fixture f;
-	const char *env[] = {"OUTBOX_DISPATCH_INTERVAL_MS=60000", NULL};
+	const char *env[] = {"OUTBOX_DISPATCH_INTERVAL_MS=60000", "OUTBOX_LANE_WATCH_MS=40", NULL};
 	json_t *s;
-	long long ms;
+	long long ms, t0 = (long long)ph_now_ms(), looks, took;
 
 	memset(&f, 0, sizeof(f));
 	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
@@ -217,9 +222,14 @@ START_TEST(test_dispatch_idle_worker_woken)
 	ph_sleep_ms(3000); /* idle: past the busy poll of any start-up claim */
 	enqueue(&f, "DEPOSIT", "n", "d1", 1, f.signer[1], "10", NULL);
 	ck_assert_msg(wait_terminal(&f, 30000), "an idle worker was not woken for a NORMAL op");
+	ph_sleep_ms(1500); /* within the busy window the wake opened */
 	s = ph_ctl(&f.h, "stats", NULL);
 	ck_assert_ptr_nonnull(s);
-	ck_assert_int_gt(ph_counter(ph_proc(s, "oracle", 0), "outbox_lane_watch_looks_total"), 0);
+	looks = ph_counter(ph_proc(s, "oracle", 0), "outbox_lane_watch_looks_total");
+	ck_assert_int_gt(looks, 0);
+	took = (long long)ph_now_ms() - t0;
+	ck_assert_msg(looks <= took / 40 + 2, "%lld looks in %lld ms with OUTBOX_LANE_WATCH_MS=40",
+		      looks, took);
 	ck_assert_int_gt(ph_counter(ph_proc(s, "oracle", 0), "outbox_lane_watch_wakes_total"), 0);
 	for (int i = 0; i < 2; i++) /* the watcher was heard: no worker polled by itself */
 		ck_assert_int_eq(ph_counter(ph_proc(s, "worker", i), "outbox_claim_polls_total"),

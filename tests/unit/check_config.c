@@ -73,6 +73,7 @@ START_TEST(test_config_defaults)
 	ck_assert_int_eq(c.global_max_in_flight, 1000);
 	ck_assert_int_eq(c.per_account_max_in_flight, 1);
 	ck_assert_int_eq(c.batch_size, 20);
+	ck_assert_int_eq(c.lane_watch_ms, 5);
 	ck_assert_int_eq(c.fee_oracle_poll_ms, 10000);
 	ck_assert_int_eq(c.fee_oracle_ttl_ms, 30000);
 	ck_assert_int_eq(c.fee_oracle_min, 100);
@@ -125,6 +126,8 @@ static const struct bad {
 	{"OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT", "0", "1 only: the network queues one transaction"},
 	{"OUTBOX_BATCH_SIZE", "1001", "an integer in 1..1000"},
 	{"OUTBOX_BATCH_SIZE", " 50", "an integer in 1..1000"},
+	{"OUTBOX_LANE_WATCH_MS", "0", "an integer in 1..40"},
+	{"OUTBOX_LANE_WATCH_MS", "41", "an integer in 1..40"},
 	{"FEE_ORACLE_POLL_MS", "99", "an integer in 100..600000"},
 	{"FEE_ORACLE_TTL_MS", "3600001", "an integer in 100..3600000"},
 	{"FEE_ORACLE_MIN", "0", "an integer in 1..4294967295"},
