@@ -88,6 +88,9 @@ static const struct var vars[] = {
 	{"OUTBOX_LANE_WATCH_MS", V_INT, VF_RELOAD, F(lane_watch_ms), "5", 1, 40,
 	 "between the lane watcher's looks for new NORMAL and LOW work while it streams in, in ms: "
 	 "lower claims it sooner, at one more read of PostgreSQL per look"},
+	{"OUTBOX_NORMAL_LOW_MAX_RATE", V_INT, VF_RELOAD, F(normal_low_max_rate), "0", 0, 1000000,
+	 "NORMAL and LOW ops this instance's workers claim per second at most, shared evenly; "
+	 "0: no cap. A cap keeps cores free for CRITICAL ops on a backlog"},
 	/* fee oracle */
 	{"FEE_ORACLE_POLL_MS", V_INT, VF_RELOAD, F(fee_oracle_poll_ms), "10000", 100, 600000,
 	 "fee oracle poll interval in ms"},

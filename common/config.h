@@ -58,6 +58,7 @@ struct outbox_config {
 	int64_t per_account_max_in_flight;  /* OUTBOX_PER_ACCOUNT_MAX_IN_FLIGHT */
 	int64_t batch_size;                 /* OUTBOX_BATCH_SIZE */
 	int64_t lane_watch_ms;              /* OUTBOX_LANE_WATCH_MS */
+	int64_t normal_low_max_rate;        /* OUTBOX_NORMAL_LOW_MAX_RATE, ops/s; 0 = none */
 
 	/* Fee oracle (reloadable). */
 	int64_t fee_oracle_poll_ms;          /* FEE_ORACLE_POLL_MS */

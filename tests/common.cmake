@@ -1,6 +1,6 @@
 # common/: its pure rules and small modules, each on its own.
 foreach(s check_apikey check_backoff check_error check_events check_fate check_fee_policy check_fee_view
-		check_publish_window
+		check_pace check_publish_window
 		check_feemath check_idempotency check_lifecycle check_log check_priority check_sha256
 		check_vshard)
 	outbox_suite(${s} LIBS outbox_common)

@@ -46,6 +46,14 @@
  * claim of each kind is in flight; they skip each other's locked lanes, and
  * each records the lease generations it was sent under
  * (lease.claim_gen[kind]).
+ *
+ * OUTBOX_NORMAL_LOW_MAX_RATE caps the NORMAL and LOW ops the instance's
+ * workers claim, each its even share (a token bucket, common/pace.h, with
+ * 50 ms of the share as its burst): a regular claim takes at most the whole
+ * tokens held, and with none held it is not sent but scheduled for when one
+ * is. The cap acts at the claim, not later: an op not claimed holds no
+ * lane, so a CRITICAL op of the same signer is never queued behind a
+ * paced one, and the CRITICAL-only claim never waits for tokens.
  */
 #include "worker/worker.h"
 
@@ -135,7 +143,24 @@ static bool take_row(struct worker *w, const PGresult *res, int r, enum claim_ki
 	 */
 	if (j->prio == OP_PRIO_CRITICAL)
 		build_start(j);
+	else if (k == CLAIM_ALL && w->cfg->normal_low_max_rate > 0)
+		(void)pace_spend(&w->pace, 1);
 	return true;
+}
+
+/* The pace's share of this worker: thousandths of an op a second, and its burst. */
+static int64_t pace_rate_milli(const struct worker *w)
+{
+	int64_t r = w->cfg->normal_low_max_rate * 1000 / w->cfg->workers;
+
+	return r > 0 ? r : 1;
+}
+
+static int64_t pace_burst(const struct worker *w)
+{
+	int64_t b = w->cfg->normal_low_max_rate / w->cfg->workers / 20;
+
+	return b > 0 ? b : 1;
 }
 
 /* Rows of a claim of kind k; false when it failed (logged, leases handled). */
@@ -214,6 +239,14 @@ static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb
 	}
 	if (batch > room)
 		batch = room;
+	if (k == CLAIM_ALL && w->cfg->normal_low_max_rate > 0) {
+		int64_t held = pace_refill(&w->pace, mono_us(), pace_rate_milli(w), pace_burst(w));
+
+		if (held < 1)
+			return -1; /* claim_tick waits for a token */
+		if (batch > held)
+			batch = held;
+	}
 	vs[0] = es[0] = '{';
 	for (int v = 0; v < w->nvshards; v++) {
 		if (!w->leases[v].epoch || !w->leases[v].reconciled)
@@ -247,6 +280,11 @@ void claim_tick(struct worker *w)
 	if (w->claiming || !w->pg_up || w->loop.draining)
 		return;
 	w->claiming = send_claim(w, CLAIM_ALL, &w->pg[0], on_claim) == 0;
+	if (!w->claiming && w->cfg->normal_low_max_rate > 0 &&
+	    pace_wait_us(&w->pace, pace_rate_milli(w)) > 0) {
+		stats_counter_add(w->stats, MET_CLAIMS_PACED, 1);
+		worker_schedule_claim(w, pace_wait_us(&w->pace, pace_rate_milli(w)) / 1000 + 1);
+	}
 }
 
 void claim_critical(struct worker *w)

@@ -37,6 +37,7 @@
 #include "common/fee_view.h"
 #include "common/keys.h"
 #include "common/loop.h"
+#include "common/pace.h"
 #include "common/priority.h"
 #include "common/shm/fee_snapshot.h"
 #include "common/shm/proc_table.h"
@@ -171,6 +172,7 @@ struct worker {
 	bool urgent_claiming, urgent_again; /* the CRITICAL-only claim (claim.c) */
 	int64_t last_found_ms;              /* the last claim that returned rows (monotonic) */
 	int64_t claim_batch;                /* the rows the regular claim on the wire may take */
+	struct pace pace;                   /* OUTBOX_NORMAL_LOW_MAX_RATE's share (claim.c) */
 	int64_t claim_sent_us[CLAIM_KINDS]; /* when each claim on the wire was sent (mono_us) */
 	int64_t watched_ms; /* the oracle's lane watcher's last WATCHING word (monotonic) */
 

@@ -194,6 +194,61 @@ START_TEST(test_dispatch_send_trace)
 END_TEST
 
 /*
+ * OUTBOX_NORMAL_LOW_MAX_RATE=5 over 2 workers: 40 NORMAL ops enqueued at
+ * once on three signers are claimed at 5 a second at most (each worker's
+ * bucket holds one op at once, so at most 2 + 5 t ops in t seconds): their
+ * last write-ahead row commits at least (40 - 2) / 5 = 7.6 s after the
+ * first enqueue, however fast the machine (unpaced, three signers at 150 ms
+ * ledgers take about two seconds). Workers said so in
+ * outbox_claims_paced_total. A CRITICAL op enqueued behind them, on a
+ * signer of its own, is not paced: its attempt commits before the NORMAL
+ * ops are through. Every op confirmed once.
+ */
+START_TEST(test_dispatch_normal_low_paced)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_NORMAL_LOW_MAX_RATE=5", NULL};
+	long long span_ms, crit_before;
+	char rec[16];
+	json_t *s;
+
+	memset(&f, 0, sizeof(f));
+	start(&f, "--ledger-ms 150 --vault-contract " PH_CONTRACT, env);
+	json_decref(ph_wait_all_running(&f.h, 3, 20000));
+	pgtest_exec(f.c, "BEGIN");
+	for (int i = 0; i < 40; i++) {
+		snprintf(rec, sizeof(rec), "p%d", i);
+		enqueue(&f, "DEPOSIT", "paced", rec, i % 3, f.signer[3], "10", NULL);
+	}
+	pgtest_exec(f.c, "COMMIT");
+	enqueue(&f, "WITHDRAW", "urgent", "w1", 3, f.signer[0], "10", NULL);
+	ck_assert(wait_terminal(&f, 120000));
+	ck_assert_int_eq(pgtest_scalar(f.c, "SELECT count(*) FROM outbox.ops WHERE status = "
+					    "'CONFIRMED' AND attempts = 1"),
+			 41);
+	span_ms =
+		pgtest_scalar(f.c, "SELECT (extract(epoch FROM max(a.submitted_at) - "
+				   "min(o.created_at)) * 1000)::bigint FROM outbox.ops o JOIN "
+				   "outbox.attempts a ON a.op_id = o.id WHERE o.kind = 'DEPOSIT'");
+	ck_assert_msg(span_ms >= 7600, "40 ops at 5 a second were sent within %lld ms", span_ms);
+	crit_before = pgtest_scalar(
+		f.c, "SELECT ((SELECT a.submitted_at FROM outbox.attempts a JOIN outbox.ops o ON "
+		     "o.id = a.op_id WHERE o.kind = 'WITHDRAW') < (SELECT max(a.submitted_at) FROM "
+		     "outbox.attempts a JOIN outbox.ops o ON o.id = a.op_id WHERE o.kind = "
+		     "'DEPOSIT'))::int");
+	ck_assert_msg(crit_before == 1, "the CRITICAL op waited for the paced NORMAL ops");
+	s = ph_ctl(&f.h, "stats", NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_gt(ph_counter(ph_proc(s, "worker", 0), "outbox_claims_paced_total") +
+				 ph_counter(ph_proc(s, "worker", 1), "outbox_claims_paced_total"),
+			 0);
+	json_decref(s);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
  * The wake-up paths, with the sweep pushed out to 60 s and the workers idle
  * (past any start-up claim, so none polls): a NORMAL op, which has no
  * NOTIFY, is found by the oracle's lane watcher, whose NEW_OP hint makes the
@@ -815,6 +870,7 @@ static Suite *dispatch_suite(void)
 	dh_add_case(s, "critical_first", test_dispatch_critical_first, CASE_TIMEOUT_S);
 	dh_add_case(s, "send_trace", test_dispatch_send_trace, CASE_TIMEOUT_S);
 	dh_add_case(s, "idle_worker_woken", test_dispatch_idle_worker_woken, CASE_TIMEOUT_S);
+	dh_add_case(s, "normal_low_paced", test_dispatch_normal_low_paced, CASE_TIMEOUT_S);
 	dh_add_case(s, "silent_watcher_workers_poll", test_dispatch_silent_watcher_workers_poll,
 		    CASE_TIMEOUT_S);
 	dh_add_case(s, "transient_faults", test_dispatch_transient_faults, CASE_TIMEOUT_S);

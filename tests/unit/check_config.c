@@ -74,6 +74,7 @@ START_TEST(test_config_defaults)
 	ck_assert_int_eq(c.per_account_max_in_flight, 1);
 	ck_assert_int_eq(c.batch_size, 20);
 	ck_assert_int_eq(c.lane_watch_ms, 5);
+	ck_assert_int_eq(c.normal_low_max_rate, 0);
 	ck_assert_int_eq(c.fee_oracle_poll_ms, 10000);
 	ck_assert_int_eq(c.fee_oracle_ttl_ms, 30000);
 	ck_assert_int_eq(c.fee_oracle_min, 100);
@@ -128,6 +129,8 @@ static const struct bad {
 	{"OUTBOX_BATCH_SIZE", " 50", "an integer in 1..1000"},
 	{"OUTBOX_LANE_WATCH_MS", "0", "an integer in 1..40"},
 	{"OUTBOX_LANE_WATCH_MS", "41", "an integer in 1..40"},
+	{"OUTBOX_NORMAL_LOW_MAX_RATE", "-1", "an integer in 0..1000000"},
+	{"OUTBOX_NORMAL_LOW_MAX_RATE", "1000001", "an integer in 0..1000000"},
 	{"FEE_ORACLE_POLL_MS", "99", "an integer in 100..600000"},
 	{"FEE_ORACLE_TTL_MS", "3600001", "an integer in 100..3600000"},
 	{"FEE_ORACLE_MIN", "0", "an integer in 1..4294967295"},
