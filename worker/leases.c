@@ -291,7 +291,12 @@ void leases_release_all(struct worker *w)
 		job_abandon_vshard(w, v);
 		snprintf(vs, sizeof(vs), "%d", v);
 		snprintf(es, sizeof(es), "%lld", (long long)w->leases[v].epoch);
-		/* on v's connection: after every write of v's jobs already queued */
+		/*
+		 * On v's data connection: after the writes of v's jobs queued there.
+		 * An attempt row still queued on the write-ahead or express
+		 * connection may run after the release; its fence then fails
+		 * (the lease has expired) and it rolls back: no envelope goes out.
+		 */
 		pgq_send(worker_pg(w, v), "SELECT outbox.lease_release($1, $2::int, $3::bigint)", 3,
 			 p, on_release, NULL);
 		w->leases[v].epoch = 0;

@@ -171,8 +171,18 @@ static void on_list(PGresult *res, void *arg)
 	struct worker *w = c->w;
 	int v = c->vshard, n;
 	bool stale = c->gen != w->leases[v].gen;
+	bool superseded = c->seq != w->leases[v].rec_seq;
 
 	free(c);
+	/*
+	 * A newer reconcile started meanwhile (a lost connection cleared the
+	 * flag while this list waited on a data connection): it owns the flag,
+	 * and its list reads after this one. Acting on this answer would clear
+	 * the flag under it, start a third reconcile whose lane reset could run
+	 * after claims resumed, and adopt the same rows twice.
+	 */
+	if (superseded)
+		return;
 	w->leases[v].reconciling = false;
 	if (!w->leases[v].epoch)
 		return;

@@ -73,10 +73,11 @@
  * queues behind writes. Every statement about one vshard's ops (job
  * writes, reconcile, claim_release, lease_release) goes through that
  * vshard's data connection (worker_pg), so they keep the FIFO order they
- * would have on a single connection, while other vshards' writes do not
- * queue behind them, and queued job writes share commits (common/pgq.h, group
- * commit): one for control, three commit queues (the top-level README.md,
- * Benchmarks, Dispatch performance).
+ * would have on a single connection (attempt rows and CRITICAL ops' writes
+ * excepted: the write-ahead and express connections below), while other
+ * vshards' writes do not queue behind them, and queued job writes share
+ * commits (common/pgq.h, group commit): one for control, three commit
+ * queues (the top-level README.md, Benchmarks, Dispatch performance).
  *
  * The write-ahead connection carries the attempt rows of NORMAL and LOW
  * ops (build.c, attempt_record): each is what an op waits for before its
@@ -103,10 +104,10 @@
 #define WORKER_PG_EXPRESS (2 + WORKER_PG_DATA)
 #define WORKER_PG_CONNS   (3 + WORKER_PG_DATA)
 /*
- * A new job waits while its data connection has this many statements queued
- * (two group-commit batches): its envelope's maxTime is fixed when it is
- * built, before the attempt row commits, and with fast ledgers 30 s of
- * ledger time can be a few seconds of wall time.
+ * A new NORMAL or LOW job waits while the write-ahead connection has this
+ * many statements queued (two group-commit batches): its envelope's maxTime
+ * is fixed when it is built, before the attempt row commits, and with fast
+ * ledgers 30 s of ledger time can be a few seconds of wall time.
  */
 #define WORKER_PG_QUEUE_MAX     (2 * PGQ_BATCH_MAX)
 #define WORKER_PG_QUEUE_WAIT_MS 2

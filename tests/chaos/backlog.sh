@@ -42,6 +42,8 @@
 #                           0: no such load)
 #   CHAOS_CHUNK             ops per bulk statement (default 10000)
 #   CHAOS_LOAD_JOBS         sessions loading the backlog side by side (default 2)
+#   CHAOS_NORMAL_LOW_MAX_RATE  outboxd's OUTBOX_NORMAL_LOW_MAX_RATE (default 0:
+#                           no cap): the NORMAL and LOW ops claimed per second
 #   CHAOS_EXPLAIN_MAX_BUFFERS  bound on the buffers of one claim-path statement,
 #                           nested calls included (default 3000: tests/chaos/
 #                           README.md says why)
@@ -79,6 +81,11 @@ CHUNK=${CHAOS_CHUNK:-10000}
 MAX_BUF=${CHAOS_EXPLAIN_MAX_BUFFERS:-3000}
 SEQ_PAGES=${CHAOS_EXPLAIN_SEQ_PAGES:-64}
 JOBS=${CHAOS_LOAD_JOBS:-2}
+PACE=${CHAOS_NORMAL_LOW_MAX_RATE:-0}
+[[ $PACE =~ ^[0-9]+$ ]] || {
+	echo "backlog.sh: CHAOS_NORMAL_LOW_MAX_RATE takes an integer >= 0" >&2
+	exit 2
+}
 WORKERS=4
 VSHARDS=16
 chaos_init backlog
@@ -98,7 +105,9 @@ printf '%s\n' "${CUSTOMERS[@]}" | awk '{print NR-1 "\t" $0}' | sql -c "\copy pub
 # outboxd without a broker: events stay in outbox.events (above); at the
 # debug level, so every transaction sent leaves its trace line (steps, below)
 KAFKA=
-backlog_outboxd() { outboxd_start "OUTBOX_BATCH_SIZE=20" "OUTBOX_LOG_LEVEL=debug"; }
+backlog_outboxd() {
+	outboxd_start "OUTBOX_BATCH_SIZE=20" "OUTBOX_LOG_LEVEL=debug" "OUTBOX_NORMAL_LOW_MAX_RATE=$PACE"
+}
 
 # critical_load PREFIX [own]: CRIT_N CRITICAL withdrawals, one per
 # transaction, at CRIT_RATE/s, keys PREFIX1..PREFIXn, signers spread over the
@@ -479,8 +488,9 @@ extra backlog "$(jq -nc --argjson ops "$OPS" --argjson ms "$LOAD_MS" --argjson s
 	'{ops: $ops, load_s: ($ms / 1000), load_ops_per_s: ($ops * 1000 / $ms | floor)} + $s
 	 + {backlog_confirmed_during_critical_load: $c, critical_load_s: $secs}')"
 extra critical "$(jq -nc --argjson a "$base" --argjson b "$load" --argjson r "$CRIT_RATE" \
-	--argjson o "$own" --argjson os "$OWN" \
-	'{rate: $r, no_backlog: $a, on_backlog: $b, own_signers: $os, on_backlog_own_signers: $o}')"
+	--argjson o "$own" --argjson os "$OWN" --argjson p "$PACE" \
+	'{rate: $r, normal_low_max_rate: $p, no_backlog: $a, on_backlog: $b, own_signers: $os,
+	  on_backlog_own_signers: $o}')"
 while IFS= read -r v; do
 	[[ -n $v ]] && violation "$v"
 done < <(jq -r --argjson n "$CRIT_N" --argjson a "$base" --argjson k "$load" --argjson d "$own" \

@@ -266,7 +266,14 @@ START_TEST(test_fencing)
 
 	e1 = lease(c, OWNER, v);
 	ck_assert_int_eq(e1, 1);
-	ck_assert_int_eq(lease(c, OWNER, v), 1);                         /* renew: same epoch */
+	/*
+	 * The owner acquiring again (it lost track: a lost connection) gets a
+	 * new epoch, which fences out whatever its old sessions still run (0031).
+	 */
+	ck_assert_int_eq(lease(c, OWNER, v), 2);
+	fails(c, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{%d}', '{%lld}', 1, 10)", v,
+	      e1);
+	e1 = 2;
 	ck_assert_int_eq(lease(c, PEER, v), -1);                         /* held by a live owner */
 	fails(c, "OB422", "SELECT outbox.lease_acquire('x', 2, 10000)"); /* vshards = 2 */
 	fails(c, "OB403", "SELECT * FROM outbox.claim('" OWNER "', '{%d}', '{%lld}', 1, 10)", v,
@@ -431,6 +438,43 @@ START_TEST(test_fence_all_blocks_takeover)
 		     e1);
 	PQfinish(o);
 	PQfinish(b);
+	PQfinish(a);
+}
+END_TEST
+
+/*
+ * The owner itself re-acquiring (after a lost connection, worker_main.c's
+ * on_connect) gets a new epoch (0031): the acquire waits for a transaction
+ * of its old session that already fenced the vshard, and a statement of an
+ * old session that had not fenced yet fails, so the reconcile after the
+ * acquire reads after everything the old epoch could still write.
+ */
+START_TEST(test_reacquire_fences_leftovers)
+{
+	PGconn *a = pgtest_connect(&db);  /* an old session, in a fenced transaction */
+	PGconn *a2 = pgtest_connect(&db); /* an old session that has not fenced yet */
+	PGconn *b = pgtest_connect(&db);  /* the new control session */
+	PGconn *o = pgtest_connect(&db);
+	const char *cl = "SELECT count(*) FROM outbox.claim('" OWNER "', '{%d}', '{%lld}', 1, 10)";
+	long long e, e2, op = enq(a, "u1", "r1", 0, "NORMAL");
+	int v = (int)num(a, "SELECT vshard FROM outbox.ops WHERE id = %lld", op);
+	char acq[128];
+
+	e = lease(a, OWNER, v);
+	ok(a, "BEGIN");
+	ck_assert_int_eq(num(a, cl, v, e), 1);
+	snprintf(acq, sizeof(acq), "SELECT outbox.lease_acquire('" OWNER "', %d, 10000)", v);
+	ck_assert(PQsendQuery(b, acq));
+	ck_assert_msg(waits_for_lock(o, PQbackendPID(b)),
+		      "the re-acquire did not wait for the old session's fenced transaction");
+	ok(a, "COMMIT");
+	e2 = takeover_epoch(b);
+	ck_assert_int_eq(e2, e + 1);
+	fails(a2, "OB403", cl, v, e);
+	ck_assert_int_eq(num(b, cl, v, e2), 0); /* the op is taken, the new epoch is good */
+	PQfinish(o);
+	PQfinish(b);
+	PQfinish(a2);
 	PQfinish(a);
 }
 END_TEST
@@ -3630,6 +3674,7 @@ static Suite *dispatch_sql_suite(void)
 	tcase_add_test(t, test_fencing);
 	tcase_add_test(t, test_fence_all);
 	tcase_add_test(t, test_fence_all_blocks_takeover);
+	tcase_add_test(t, test_reacquire_fences_leftovers);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("dispatch");
