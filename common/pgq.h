@@ -17,7 +17,15 @@
  * The connection is made without blocking (PQconnectStartParams and
  * PQconnectPoll driven by the owner's epoll; PGQ_CONNECT_TIMEOUT_MS bounds
  * it, checked by pgq_tick), so an unreachable or silent server never stalls
- * the event loop or its heartbeat; after a failure or a loss pgq reconnects with
+ * the event loop or its heartbeat. Over TCP, a session whose server went
+ * silent (a host gone, a network partition) is dropped within ~30 s:
+ * keepalive probes after PGQ_KEEPALIVE_IDLE_S of quiet, and
+ * PGQ_TCP_USER_TIMEOUT_MS for data sent and never acknowledged (a busy
+ * server still acknowledges, so a long statement is not cut). Without them
+ * a write-ahead session that died silently would hold every send and
+ * reconcile of its worker for the kernel's ~15 minutes of retransmits
+ * while the control connection kept the leases. The conninfo's own values
+ * of these settings win. After a failure or a loss pgq reconnects with
  * full-jitter backoff and calls on_connect so the owner can LISTEN again and
  * rebuild its state. Notifications (LISTEN) go to on_notify as they are read.
  *
@@ -69,10 +77,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PGQ_MAX_PARAMS         16
-#define PGQ_BATCH_MAX          32
-#define PGQ_PREPARED_MAX       32 /* statements kept prepared per connection */
-#define PGQ_CONNECT_TIMEOUT_MS 3000
+#define PGQ_MAX_PARAMS          16
+#define PGQ_BATCH_MAX           32
+#define PGQ_PREPARED_MAX        32 /* statements kept prepared per connection */
+#define PGQ_CONNECT_TIMEOUT_MS  3000
+#define PGQ_KEEPALIVE_IDLE_S    "10"    /* keepalives_idle; then 3 probes 5 s apart */
+#define PGQ_TCP_USER_TIMEOUT_MS "30000" /* tcp_user_timeout */
 
 struct pgq;
 typedef void (*pgq_cb)(PGresult *res, void *arg);

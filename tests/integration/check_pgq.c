@@ -611,6 +611,52 @@ static void release_it(void *arg)
 	pgq_release(arg);
 }
 
+/* The value libpq holds for keyword kw on conn ("" when unset). */
+static void conn_option(PGconn *conn, const char *kw, char *out, size_t n)
+{
+	PQconninfoOption *opts = PQconninfo(conn);
+
+	ck_assert_ptr_nonnull(opts);
+	out[0] = '\0';
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (!strcmp(o->keyword, kw) && o->val)
+			snprintf(out, n, "%s", o->val);
+	PQconninfoFree(opts);
+}
+
+/*
+ * A session to a server gone silent must not last the kernel's retransmits:
+ * every pgq connection asks for TCP keepalives and a user timeout, and a
+ * value the conninfo sets itself wins over pgq's.
+ */
+START_TEST(test_connections_notice_a_silent_server)
+{
+	struct pgq x;
+	char v[64], conninfo[2300];
+
+	conn_option(q.conn, "keepalives", v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	conn_option(q.conn, "keepalives_idle", v, sizeof(v));
+	ck_assert_str_eq(v, PGQ_KEEPALIVE_IDLE_S);
+	conn_option(q.conn, "keepalives_count", v, sizeof(v));
+	ck_assert_str_eq(v, "3");
+	conn_option(q.conn, "tcp_user_timeout", v, sizeof(v));
+	ck_assert_str_eq(v, PGQ_TCP_USER_TIMEOUT_MS);
+	conn_option(q.conn, "application_name", v, sizeof(v));
+	ck_assert_str_eq(v, "check_pgq");
+
+	snprintf(conninfo, sizeof(conninfo), "%s keepalives_idle=42", db.conninfo);
+	ck_assert_int_eq(pgq_init(&x, conninfo, "check_pgq", ep, 9, NULL, NULL, NULL), 0);
+	pump_until_connected(&x, 5000);
+	ck_assert(pgq_connected(&x));
+	conn_option(x.conn, "keepalives_idle", v, sizeof(v));
+	ck_assert_str_eq(v, "42");
+	conn_option(x.conn, "tcp_user_timeout", v, sizeof(v));
+	ck_assert_str_eq(v, PGQ_TCP_USER_TIMEOUT_MS);
+	pgq_release(&x);
+}
+END_TEST
+
 /* Closing our own connection (every role's orderly shutdown) warns of nothing. */
 START_TEST(test_release_is_no_warning)
 {
@@ -687,6 +733,7 @@ static Suite *pgq_suite(void)
 	tcase_add_test(tc, test_connect_never_blocks_the_loop);
 	tcase_add_test(tc, test_outage_logs_once_per_episode);
 	tcase_add_test(tc, test_release_is_no_warning);
+	tcase_add_test(tc, test_connections_notice_a_silent_server);
 	tcase_add_test(tc, test_server_messages_go_through_the_log);
 	suite_add_tcase(s, tc);
 	return s;
