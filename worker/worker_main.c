@@ -324,7 +324,13 @@ static int setup(struct worker *w, struct outbox_error *err)
 	if (!w->rpc)
 		return -EINVAL;
 	for (int k = 0; k < WORKER_PG_CONNS; k++) {
-		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, "outboxd-worker", w->loop.ep,
+		/* pg_stat_activity tells the connections apart (worker.h, WORKER_PG_CONNS) */
+		static const char *const names[WORKER_PG_CONNS] = {
+			"outboxd-worker/control", "outboxd-worker/data1", "outboxd-worker/data2",
+			"outboxd-worker/data3",   "outboxd-worker/ahead", "outboxd-worker/express"};
+		_Static_assert(WORKER_PG_CONNS == 6, "a name for each connection");
+
+		if ((rc = pgq_init(&w->pg[k], ctx->cfg->database_url, names[k], w->loop.ep,
 				   EV_PG + (uint64_t)k, on_notify, on_connect, w)))
 			return rc;
 		w->pg[k].stats = w->stats;
