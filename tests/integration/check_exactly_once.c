@@ -82,9 +82,7 @@ START_TEST(test_outage_beyond_retention_holds_never_repays)
 
 	memset(&f, 0, sizeof(f));
 	f.n_signers = 8;
-	start(&f,
-	      "--ledger-ms 3600000 --retention-ledgers 4 --vault-contract " PH_CONTRACT,
-	      NULL);
+	start(&f, "--ledger-ms 3600000 --retention-ledgers 4 --vault-contract " PH_CONTRACT, NULL);
 	for (int i = 0; i < 8; i++) {
 		snprintf(user, sizeof(user), "u%d", i);
 		snprintf(rec, sizeof(rec), "d%d", i);
@@ -99,21 +97,21 @@ START_TEST(test_outage_beyond_retention_holds_never_repays)
 	ck_assert_int_eq(sim_state_int(&f, "queue_size"), 8);
 
 	ck_assert_int_eq(kill(-f.h.sup_pid, SIGSTOP), 0);
-	ph_sim_post(&f.h, "/debug/close", "{\"ledgers\": 1}"); /* they land */
+	ph_sim_post(&f.h, "/debug/close", "{\"ledgers\": 1}");  /* they land */
 	ph_sim_post(&f.h, "/debug/close", "{\"ledgers\": 10}"); /* and fall out of retention */
 	ck_assert_int_eq(kill(-f.h.sup_pid, SIGCONT), 0);
 
-	ck_assert_msg(wait_for(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'HELD'", 8, 60000),
-		      "held: %lld",
-		      count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'HELD'"));
+	ck_assert_msg(
+		wait_for(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'HELD'", 8, 60000),
+		"held: %lld", count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'HELD'"));
 	check_executions(&f, true);
 	/* never a second transaction, held for the right reason, every envelope LANDED */
 	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.attempts WHERE bump_no = 0"), 8);
 	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE hold_reason = "
 				   "'executed, outcome unknown'"),
 			 8);
-	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.attempts WHERE outcome <> 'LANDED'"),
-			 0);
+	ck_assert_int_eq(
+		count(&f, "SELECT count(*) FROM outbox.attempts WHERE outcome <> 'LANDED'"), 0);
 	ck_assert_int_eq(counter_sum(&f, "outbox_ops_held_total"), 8);
 	/* stays held: nothing more is sent for them */
 	long long sends = counter_sum(&f, "outbox_sends_total");
@@ -170,10 +168,12 @@ START_TEST(test_admin_retry_after_failure_on_chain)
 		enqueue(&f, "DEPOSIT", "cust", rec, 0, poor, "10", NULL);
 	}
 	ck_assert_msg(wait_terminal(&f, 60000), "ops still open after the admin retry");
-	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 5);
-	ck_assert_int_eq(count(&f, "SELECT a.attempt_no FROM outbox.attempts a JOIN outbox.ops o ON "
-				   "o.id = a.op_id WHERE o.kind = 'WITHDRAW' AND a.outcome = "
-				   "'CONFIRMED'"),
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 5);
+	ck_assert_int_eq(count(&f,
+			       "SELECT a.attempt_no FROM outbox.attempts a JOIN outbox.ops o ON "
+			       "o.id = a.op_id WHERE o.kind = 'WITHDRAW' AND a.outcome = "
+			       "'CONFIRMED'"),
 			 2);
 	ck_assert_int_eq(counter_sum(&f, "outbox_vshard_resyncs_total"), 0);
 	check_exactly_once(&f);
@@ -205,8 +205,10 @@ START_TEST(test_cancel_racing_a_claim)
 	ph_sim_post(&f.h, "/debug/faults", "{}");
 	enqueue(&f, "DEPOSIT", "u", "c2", 0, f.signer[1], "10", "CRITICAL");
 	ck_assert(wait_terminal(&f, 30000));
-	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CANCELLED'"), 1);
-	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 1);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CANCELLED'"),
+			 1);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 1);
 	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.attempts a JOIN outbox.ops o ON "
 				   "o.id = a.op_id WHERE o.status = 'CANCELLED'"),
 			 0);
@@ -250,9 +252,48 @@ START_TEST(test_ingest_lag_under_load_with_fee_bumps)
 	ph_sim_post(&f.h, "/debug/faults", "{\"ingest_lag_ledgers\": 10}");
 	enqueue_batch(&f, "lag10", 24);
 	ck_assert_msg(wait_terminal(&f, 150000), "ops still open with a 10-ledger lag");
-	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 48);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 48);
 	ck_assert_int_gt(count(&f, "SELECT count(*) FROM outbox.attempts WHERE bump_no > 0"), 0);
 	ck_assert_int_gt(counter_sum(&f, "outbox_account_reads_total"), 0);
+	check_exactly_once(&f);
+	stop(&f);
+}
+END_TEST
+
+/*
+ * The write-ahead sessions alone, killed again and again under load (the
+ * server ends them; every other connection stays up; a small ledger keeps
+ * transactions queued past the 1 s submitted timeout, so fee bumps go out
+ * too): each
+ * loss drops the worker's vshards, which it acquires again with new epochs
+ * (schema/0031) and reconciles after its write-ahead and express queues
+ * (reconcile.c). Every op ends CONFIRMED once; none is left SUBMITTED with
+ * no job following it.
+ */
+START_TEST(test_write_ahead_sessions_killed_under_load)
+{
+	struct fixture f;
+	const char *env[] = {"OUTBOX_SUBMITTED_TIMEOUT_MS=1000", "OUTBOX_MAX_ATTEMPTS=30", NULL};
+	long long kills = 0;
+
+	memset(&f, 0, sizeof(f));
+	f.n_signers = 8;
+	start(&f, "--ledger-ms 300 --ledger-capacity 3 --vault-contract " PH_CONTRACT, env);
+	json_decref(ph_wait_all_running(&f.h, 3, 20000));
+	enqueue_batch(&f, "ahead", 32);
+	for (int round = 0; round < 12; round++) {
+		ph_sleep_ms(400);
+		kills += count(&f, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+				   "WHERE application_name = 'outboxd-worker/ahead'");
+	}
+	ck_assert_int_gt(kills, 0);
+	ck_assert_msg(wait_terminal(&f, 150000),
+		      "ops still open after the write-ahead sessions died");
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 32);
+	/* the workers re-acquired their vshards with new epochs */
+	ck_assert_int_gt(count(&f, "SELECT max(epoch) FROM outbox.shard_leases"), 1);
 	check_exactly_once(&f);
 	stop(&f);
 }
@@ -271,7 +312,8 @@ START_TEST(test_two_rpc_views_at_random)
 		    "{\"ingest_lag_ledgers\": 1, \"ingest_lag_alt_ledgers\": 9}");
 	enqueue_batch(&f, "lb", 36);
 	ck_assert_msg(wait_terminal(&f, 150000), "ops still open behind two views");
-	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 36);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 36);
 	check_exactly_once(&f);
 	stop(&f);
 }
@@ -295,7 +337,8 @@ static void crash_with_lag(const char *point)
 	enqueue_batch(&f, "crash", 8);
 	ck_assert_msg(wait_terminal(&f, 120000), "ops still open after a crash at %s", point);
 	ck_assert_msg(access(file, F_OK) == 0, "crash point %s never reached", point);
-	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"), 8);
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 8);
 	check_exactly_once(&f);
 	unlink(file);
 	stop(&f);
@@ -329,6 +372,8 @@ static Suite *exactly_once_suite(void)
 	dh_add_case(s, "cancel_racing_claim", test_cancel_racing_a_claim, 120);
 	dh_add_case(s, "ingest_lag_with_fee_bumps", test_ingest_lag_under_load_with_fee_bumps, 300);
 	dh_add_case(s, "two_rpc_views", test_two_rpc_views_at_random, 200);
+	dh_add_case(s, "write_ahead_sessions_killed", test_write_ahead_sessions_killed_under_load,
+		    250);
 	dh_add_case(s, "crash_after_attempt_commit_lag", test_crash_after_attempt_commit_with_lag,
 		    150);
 	dh_add_case(s, "crash_after_send_lag", test_crash_after_send_with_lag, 150);
