@@ -190,6 +190,7 @@ static void on_bump_recorded(PGresult *res, void *arg)
 		leases_write_failed(j->w, j->vshard, res, "attempt_record (fee bump)");
 		return;
 	}
+	CRASHPOINT("after_bump_commit"); /* the bump's row is committed, not sent */
 	j->env[j->n_env - 1].recorded = true;
 	j->last_bump_ms = mono_ms();
 	j->sent_ledger = 0;

@@ -362,6 +362,39 @@ START_TEST(test_crash_after_confirm_seen_with_lag)
 }
 END_TEST
 
+/*
+ * A worker killed right after a fee bump's attempt row committed, before
+ * the bump went out: the new worker adopts the op with both envelopes (the
+ * inner transaction and its bump, one sequence number) and ends it exactly
+ * once. A small ledger keeps transactions queued past the 1 s submitted
+ * timeout, so bumps go out.
+ */
+START_TEST(test_crash_after_bump_commit)
+{
+	struct fixture f;
+	const char *env[] = {"CRASHPOINT=after_bump_commit", NULL,
+			     "OUTBOX_SUBMITTED_TIMEOUT_MS=1000", "OUTBOX_MAX_ATTEMPTS=30", NULL};
+	char once[200];
+	const char *file = once + strlen("CRASHPOINT_ONCE_FILE=");
+
+	snprintf(once, sizeof(once), "CRASHPOINT_ONCE_FILE=/tmp/crash_bump_%d", (int)getpid());
+	env[1] = once;
+	unlink(file);
+	memset(&f, 0, sizeof(f));
+	f.n_signers = 8;
+	start(&f, "--ledger-ms 300 --ledger-capacity 3 --vault-contract " PH_CONTRACT, env);
+	enqueue_batch(&f, "bump", 32);
+	ck_assert_msg(wait_terminal(&f, 150000), "ops still open after a crash after a bump");
+	ck_assert_msg(access(file, F_OK) == 0, "no fee bump reached the crash point");
+	ck_assert_int_eq(count(&f, "SELECT count(*) FROM outbox.ops WHERE status = 'CONFIRMED'"),
+			 32);
+	ck_assert_int_gt(count(&f, "SELECT count(*) FROM outbox.attempts WHERE bump_no > 0"), 0);
+	check_exactly_once(&f);
+	unlink(file);
+	stop(&f);
+}
+END_TEST
+
 static Suite *exactly_once_suite(void)
 {
 	Suite *s = suite_create("exactly_once");
@@ -378,6 +411,7 @@ static Suite *exactly_once_suite(void)
 		    150);
 	dh_add_case(s, "crash_after_send_lag", test_crash_after_send_with_lag, 150);
 	dh_add_case(s, "crash_after_confirm_seen_lag", test_crash_after_confirm_seen_with_lag, 150);
+	dh_add_case(s, "crash_after_bump_commit", test_crash_after_bump_commit, 200);
 	return s;
 }
 
