@@ -24,12 +24,19 @@ int64_t pace_refill(struct pace *p, int64_t now_us, int64_t rate_milli, int64_t 
 	p->at_us = now_us;
 	/* Past the time an empty bucket takes to fill it is full: no overflow below. */
 	fill_us = cap / rate_milli * 1000 + 1000;
-	if (dt >= fill_us)
+	if (dt >= fill_us) {
 		p->micro = cap;
-	else
-		p->micro += dt * rate_milli / 1000; /* rate_milli / 1000 millionths a microsecond */
-	if (p->micro > cap)
+	} else {
+		/* rate_milli / 1000 millionths a microsecond; the remainder is kept */
+		int64_t add = dt * rate_milli + p->frac;
+
+		p->micro += add / 1000;
+		p->frac = add % 1000;
+	}
+	if (p->micro >= cap) {
 		p->micro = cap;
+		p->frac = 0;
+	}
 	return p->micro / PACE_UNIT;
 }
 

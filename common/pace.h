@@ -22,6 +22,7 @@
 
 struct pace {
 	int64_t micro; /* tokens held, in millionths, 0..burst * PACE_UNIT */
+	int64_t frac;  /* thousandths of a millionth carried from the last refill */
 	int64_t at_us; /* the clock of the last refill */
 	int started;   /* 0: the first refill fills the bucket */
 };

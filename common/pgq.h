@@ -24,8 +24,8 @@
  * server still acknowledges, so a long statement is not cut). Without them
  * a write-ahead session that died silently would hold every send and
  * reconcile of its worker for the kernel's ~15 minutes of retransmits
- * while the control connection kept the leases. The conninfo's own values
- * of these settings win. After a failure or a loss pgq reconnects with
+ * while the control connection kept the leases. A value written in the
+ * conninfo string itself wins (one from a service file does not). After a failure or a loss pgq reconnects with
  * full-jitter backoff and calls on_connect so the owner can LISTEN again and
  * rebuild its state. Notifications (LISTEN) go to on_notify as they are read.
  *

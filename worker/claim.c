@@ -50,10 +50,14 @@
  * OUTBOX_NORMAL_LOW_MAX_RATE caps the NORMAL and LOW ops the instance's
  * workers claim, each its even share (a token bucket, common/pace.h, with
  * 50 ms of the share as its burst): a regular claim takes at most the whole
- * tokens held, and with none held it is not sent but scheduled for when one
- * is. The cap acts at the claim, not later: an op not claimed holds no
- * lane, so a CRITICAL op of the same signer is never queued behind a
- * paced one, and the CRITICAL-only claim never waits for tokens.
+ * tokens held, and with none held it goes out CRITICAL-only (max_priority
+ * 0: the CRITICAL ops no NOTIFY announced, a retry come due or one whose
+ * signer just came free, are never paced) and the next regular claim is
+ * scheduled for when a token is there. The cap acts at the claim, not
+ * later: an op not claimed holds no lane, so a CRITICAL op of the same
+ * signer is never queued behind a paced one. Only a claim sent under the
+ * cap spends tokens, so a change of the cap (SIGHUP) counts from the next
+ * claim.
  */
 #include "worker/worker.h"
 
@@ -143,7 +147,7 @@ static bool take_row(struct worker *w, const PGresult *res, int r, enum claim_ki
 	 */
 	if (j->prio == OP_PRIO_CRITICAL)
 		build_start(j);
-	else if (k == CLAIM_ALL && w->cfg->normal_low_max_rate > 0)
+	else if (k == CLAIM_ALL && w->claim_budget)
 		(void)pace_spend(&w->pace, 1);
 	return true;
 }
@@ -202,6 +206,9 @@ static void on_claim(PGresult *res, void *arg)
 		worker_schedule_claim(w, 0);
 	} else if (PQntuples(res) >= w->claim_batch) {
 		worker_schedule_claim(w, WORKER_LANE_POLL_MS); /* a full batch: more may be ready */
+	} else if (w->claim_paced) {
+		stats_counter_add(w->stats, MET_CLAIMS_PACED, 1);
+		worker_schedule_claim(w, pace_wait_us(&w->pace, pace_rate_milli(w)) / 1000 + 1);
 	} else if (!hints_watched(w) &&
 		   (PQntuples(res) > 0 || mono_ms() - w->last_found_ms < WORKER_BUSY_MS)) {
 		stats_counter_add(w->stats, MET_CLAIM_POLLS, 1);
@@ -230,6 +237,7 @@ static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb
 	size_t cap = (size_t)w->nvshards * 24 + 4, a = 1, b = 1;
 	char vs[cap], es[cap], pam[16], bat[16];
 	const char *p[6] = {w->owner, vs, es, pam, bat, k == CLAIM_CRITICAL ? "0" : "2"};
+	bool budget = false, paced = false;
 	int64_t room = w->cfg->global_max_in_flight - inflight_total(w->ctx->seg);
 	int64_t batch = w->cfg->batch_size;
 
@@ -242,10 +250,14 @@ static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb
 	if (k == CLAIM_ALL && w->cfg->normal_low_max_rate > 0) {
 		int64_t held = pace_refill(&w->pace, mono_us(), pace_rate_milli(w), pace_burst(w));
 
-		if (held < 1)
-			return -1; /* claim_tick waits for a token */
-		if (batch > held)
-			batch = held;
+		if (held < 1) {
+			p[5] = "0"; /* CRITICAL only until a token is there */
+			paced = true;
+		} else {
+			budget = true;
+			if (batch > held)
+				batch = held;
+		}
 	}
 	vs[0] = es[0] = '{';
 	for (int v = 0; v < w->nvshards; v++) {
@@ -263,8 +275,11 @@ static int send_claim(struct worker *w, enum claim_kind k, struct pgq *q, pgq_cb
 	snprintf(es + b, cap - b, "}");
 	snprintf(pam, sizeof(pam), "%lld", (long long)w->cfg->per_account_max_in_flight);
 	snprintf(bat, sizeof(bat), "%lld", (long long)batch);
-	if (k == CLAIM_ALL)
+	if (k == CLAIM_ALL) {
 		w->claim_batch = batch;
+		w->claim_budget = budget;
+		w->claim_paced = paced;
+	}
 	w->claim_sent_us[k] = mono_us();
 	return pgq_send(
 		q,
@@ -280,11 +295,6 @@ void claim_tick(struct worker *w)
 	if (w->claiming || !w->pg_up || w->loop.draining)
 		return;
 	w->claiming = send_claim(w, CLAIM_ALL, &w->pg[0], on_claim) == 0;
-	if (!w->claiming && w->cfg->normal_low_max_rate > 0 &&
-	    pace_wait_us(&w->pace, pace_rate_milli(w)) > 0) {
-		stats_counter_add(w->stats, MET_CLAIMS_PACED, 1);
-		worker_schedule_claim(w, pace_wait_us(&w->pace, pace_rate_milli(w)) / 1000 + 1);
-	}
 }
 
 void claim_critical(struct worker *w)

@@ -174,6 +174,7 @@ struct worker {
 	int64_t last_found_ms;              /* the last claim that returned rows (monotonic) */
 	int64_t claim_batch;                /* the rows the regular claim on the wire may take */
 	struct pace pace;                   /* OUTBOX_NORMAL_LOW_MAX_RATE's share (claim.c) */
+	bool claim_budget, claim_paced; /* the regular claim on the wire: spends tokens; has none */
 	int64_t claim_sent_us[CLAIM_KINDS]; /* when each claim on the wire was sent (mono_us) */
 	int64_t watched_ms; /* the oracle's lane watcher's last WATCHING word (monotonic) */
 

@@ -112,6 +112,20 @@ START_TEST(test_pace_long_run_rate)
 	got = greedy(250, 1, 400);
 	ck_assert_int_ge(got, 99);
 	ck_assert_int_le(got, 101);
+	/* a quarter a second asked for every microsecond: the fractions add up */
+	{
+		struct pace p = {0};
+		int64_t total = 0;
+
+		(void)pace_refill(&p, 0, 250, 1);
+		total += pace_spend(&p, 1);
+		for (int64_t t = 1; t <= 40000000; t += 3) {
+			(void)pace_refill(&p, t, 250, 1);
+			total += pace_spend(&p, 1);
+		}
+		ck_assert_int_ge(total, 10);
+		ck_assert_int_le(total, 11);
+	}
 	/* a million a second */
 	got = greedy(1000000000, 50000, 5);
 	ck_assert_int_ge(got, 4990000);
