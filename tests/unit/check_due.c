@@ -116,6 +116,7 @@ static Suite *due_suite(void)
 	Suite *s = suite_create("due");
 	TCase *tc = tcase_create("core");
 
+	tcase_set_timeout(tc, 60); /* randomized runs, under ASan in CI on a busy machine */
 	tcase_add_test(tc, test_due_matches_a_list);
 	tcase_add_test(tc, test_due_reserve);
 	suite_add_tcase(s, tc);

@@ -110,6 +110,7 @@ static Suite *tx_index_suite(void)
 	Suite *s = suite_create("tx_index");
 	TCase *tc = tcase_create("core");
 
+	tcase_set_timeout(tc, 60); /* randomized runs, under ASan in CI on a busy machine */
 	tcase_add_test(tc, test_tx_index_matches_the_walk);
 	tcase_add_test(tc, test_tx_index_incomplete_walks);
 	suite_add_tcase(s, tc);
