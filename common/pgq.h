@@ -25,9 +25,10 @@
  * a write-ahead session that died silently would hold every send and
  * reconcile of its worker for the kernel's ~15 minutes of retransmits
  * while the control connection kept the leases. A value written in the
- * conninfo string itself wins (one from a service file does not). After a failure or a loss pgq reconnects with
- * full-jitter backoff and calls on_connect so the owner can LISTEN again and
- * rebuild its state. Notifications (LISTEN) go to on_notify as they are read.
+ * conninfo string itself wins (one from a service file does not). After a
+ * failure or a loss pgq reconnects with full-jitter backoff and calls
+ * on_connect so the owner can LISTEN again and rebuild its state.
+ * Notifications (LISTEN) go to on_notify as they are read.
  *
  * Group commit: commands sent with pgq_send_batch may share a transaction.
  * While a command is on the wire the others queue; when the wire frees, up

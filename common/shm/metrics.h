@@ -93,7 +93,7 @@
 	X(MET_LANE_LOOKS, "outbox_lane_watch_looks_total", "looks of the oracle's lane watcher that PostgreSQL answered") \
 	X(MET_LANE_WAKES, "outbox_lane_watch_wakes_total", "workers woken by the lane watcher (NEW_OP hints pushed)") \
 	X(MET_CLAIM_POLLS, "outbox_claim_polls_total", "claims a busy worker scheduled by itself (5 ms polls) while the lane watcher was silent") \
-	X(MET_CLAIMS_PACED, "outbox_claims_paced_total", "regular claims put off until OUTBOX_NORMAL_LOW_MAX_RATE's share allowed another op")
+	X(MET_CLAIMS_PACED, "outbox_claims_paced_total", "regular claims sent CRITICAL-only: OUTBOX_NORMAL_LOW_MAX_RATE's share held no NORMAL or LOW op")
 
 #define SHM_GAUGES(X) \
 	X(MET_INFLIGHT, "outbox_inflight", "transactions in flight in this process") \
