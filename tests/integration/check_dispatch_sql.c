@@ -2196,6 +2196,12 @@ START_TEST(test_ops_landed_at_once)
 	char one[8192], all[8192], got[4096], want[256], sql[4096], head[512];
 
 	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 6);
+	/*
+	 * A LOW op of d's signer, enqueued after the claim: once d is sent back
+	 * for a retry due later, that lane's best priority (d's) and earliest
+	 * due time (the LOW op's) come from two different ops.
+	 */
+	long long low = enq(c, "u10", "low-behind-d", 2, "LOW");
 	record(c, e, a, 1, 0, 0xa1, 0xa1, 0);
 	record(c, e, b, 1, 0, 0xb1, 0xb1, 0);
 	record(c, e, cc, 1, 0, 0xc1, 0xc1, 1);
@@ -2248,14 +2254,20 @@ START_TEST(test_ops_landed_at_once)
 	status_is(c, d, "PENDING");
 	status_is(c, f, "CONFIRMED");
 	events_gap_free(c);
+	ck_assert_int_eq(lane(c, 2, "pending_best"), 0); /* d's retry */
+	ck_assert_int_eq(num(c,
+			     "SELECT (l.next_due = o.next_attempt_at)::int FROM outbox.lanes l, "
+			     "outbox.ops o WHERE l.signer = '%s' AND o.id = %lld",
+			     acc[2], low),
+			 1); /* the LOW op is due before it */
 
 	/* every refusal writes nothing; the op then lands alone */
 	long long h = enq(c, "u8", "h", 5, "NORMAL"), k = enq(c, "u9", "k", 6, "NORMAL");
 	struct landing m[2] = {{h, 0xe1, "NULL", "NULL", "NULL", "NULL"},
 			       {k, 0xe2, "NULL", "NULL", "NULL", "NULL"}};
 
-	/* and signer 0's pending op, its lane free again */
-	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 3);
+	/* and signer 0's pending op, its lane free again, and the LOW op behind d */
+	ck_assert_int_eq(claim(c, e, 2, 8, ids, 8), 4);
 	record(c, e, h, 1, 0, 0xe1, 0xe1, 5);
 	record(c, e, k, 1, 0, 0xe2, 0xe2, 6);
 	land_dump(c, one, sizeof(one));
