@@ -2213,7 +2213,8 @@ START_TEST(test_ops_landed_at_once)
 	enq(c, "u7", "pending", 0, "CRITICAL"); /* signer 0's lane has a pending op */
 
 	const struct landing l[6] = {
-		{d, 0xd1, "'TX_FAILED'", "'failed on chain: TX_FAILED'", "1000", "NULL"},
+		/* retried in a minute: not due again before the test's last claim */
+		{d, 0xd1, "'TX_FAILED'", "'failed on chain: TX_FAILED'", "60000", "NULL"},
 		{a, 0xa1, "NULL", "NULL", "NULL", "NULL"},
 		{f, 0xf2, "NULL", "NULL", "NULL", "NULL"},
 		{cc, 0xc1, "'TX_BAD_AUTH'", "'failed on chain: TX_BAD_AUTH'", "NULL", "NULL"},
@@ -2254,6 +2255,12 @@ START_TEST(test_ops_landed_at_once)
 	status_is(c, d, "PENDING");
 	status_is(c, f, "CONFIRMED");
 	events_gap_free(c);
+	ck_assert_int_eq(
+		num(c,
+		    "SELECT (r.next_attempt_at > l.next_attempt_at)::int FROM outbox.ops r, "
+		    "outbox.ops l WHERE r.id = %lld AND l.id = %lld",
+		    d, low),
+		1); /* the premise: d is due after the LOW op */
 	ck_assert_int_eq(lane(c, 2, "pending_best"), 0); /* d's retry */
 	ck_assert_int_eq(num(c,
 			     "SELECT (l.next_due = o.next_attempt_at)::int FROM outbox.lanes l, "
