@@ -648,8 +648,14 @@ void pgq_tick(struct pgq *q, int64_t now_ms)
 	const char *keys[] = {
 		"keepalives",       "keepalives_idle", "keepalives_interval", "keepalives_count",
 		"tcp_user_timeout", "dbname",          "application_name",    NULL};
-	const char *vals[] = {"1",         PGQ_KEEPALIVE_IDLE_S, "5", "3", PGQ_TCP_USER_TIMEOUT_MS,
-			      q->conninfo, q->app_name,          NULL};
+	const char *vals[] = {"1",
+			      PGQ_KEEPALIVE_IDLE_S,
+			      PGQ_KEEPALIVE_INTERVAL_S,
+			      PGQ_KEEPALIVE_COUNT,
+			      PGQ_TCP_USER_TIMEOUT_MS,
+			      q->conninfo,
+			      q->app_name,
+			      NULL};
 
 	if (q->connecting && now_ms >= q->connect_deadline_ms) {
 		drop_connection(q, "no answer within the connect timeout");

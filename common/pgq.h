@@ -78,12 +78,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PGQ_MAX_PARAMS          16
-#define PGQ_BATCH_MAX           32
-#define PGQ_PREPARED_MAX        32 /* statements kept prepared per connection */
-#define PGQ_CONNECT_TIMEOUT_MS  3000
-#define PGQ_KEEPALIVE_IDLE_S    "10"    /* keepalives_idle; then 3 probes 5 s apart */
-#define PGQ_TCP_USER_TIMEOUT_MS "30000" /* tcp_user_timeout */
+#define PGQ_MAX_PARAMS           16
+#define PGQ_BATCH_MAX            32
+#define PGQ_PREPARED_MAX         32 /* statements kept prepared per connection */
+#define PGQ_CONNECT_TIMEOUT_MS   3000
+#define PGQ_KEEPALIVE_IDLE_S     "10"    /* keepalives_idle: quiet seconds before a probe */
+#define PGQ_KEEPALIVE_INTERVAL_S "5"     /* keepalives_interval: seconds between probes */
+#define PGQ_KEEPALIVE_COUNT      "3"     /* keepalives_count: probes unanswered, then dropped */
+#define PGQ_TCP_USER_TIMEOUT_MS  "30000" /* tcp_user_timeout */
 
 struct pgq;
 typedef void (*pgq_cb)(PGresult *res, void *arg);
