@@ -31,11 +31,13 @@ struct cm_entry {
 	unsigned long long base;  /* ticks when first seen, 0 if born after the meter */
 	unsigned long long last;  /* ticks at the latest sample */
 	int cls;
+	int conn; /* index into conn_name for a CM_PG backend, else -1 */
 };
 
 struct cm_backend {
 	pid_t pid;
 	bool our_db, no_db;
+	char conn[CPUMETER_CONN_NAME]; /* cpumeter_conn_name of its application_name */
 };
 
 struct cpumeter {
@@ -46,8 +48,11 @@ struct cpumeter {
 	int group_class[CPUMETER_GROUPS];
 	pid_t obs[CM_MAX_OBSERVERS];
 	double sum_ms[CM_NCLASS]; /* written by the sampler before `done` */
-	int overflow;             /* processes not remembered: the table was full */
-	int warned;               /* pg_stat_activity failures (the first one is printed) */
+	int read_n_conns;         /* the CM_PG split by connection, likewise */
+	char read_conn_name[CPUMETER_CONNS][CPUMETER_CONN_NAME];
+	double conn_ms[CPUMETER_CONNS];
+	int overflow; /* processes not remembered: the table was full */
+	int warned;   /* pg_stat_activity failures (the first one is printed) */
 	pid_t sampler;
 	unsigned long long born; /* ticks after boot when the meter started */
 	int n;
@@ -55,6 +60,8 @@ struct cpumeter {
 	/* sampler-private scratch, here to keep the sampler's stack small */
 	int n_backends;
 	struct cm_backend be[CM_MAX_BACKENDS];
+	int n_conns; /* names seen so far; sums() publishes them as read_* */
+	char conn_name[CPUMETER_CONNS][CPUMETER_CONN_NAME];
 };
 
 enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r, const struct cpumeter_proc *p)
@@ -76,6 +83,37 @@ enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r, const stru
 		if (p->pgrp == r->group[i])
 			return r->group_class[i];
 	return CM_NONE;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+void cpumeter_conn_name(const char *app, char *out, size_t n)
+{
+	const char *name = "other", *r;
+
+	if (!n)
+		return;
+	if (!app || !*app)
+		name = "unnamed";
+	else if (!strncmp(app, "outboxd-", 8) && *(r = app + 8)) {
+		if (!strncmp(r, "worker/data", 11) && all_digits(r + 11))
+			name = "worker/data";
+		else if (!strncmp(r, "worker-", 7) && all_digits(r + 7))
+			name = "worker/relay";
+		else if (!strcmp(r, "gateway-api"))
+			name = "gateway";
+		else
+			name = r;
+	}
+	snprintf(out, n, "%s", name);
 }
 
 static long ticks_per_s(void)
@@ -137,8 +175,8 @@ static void read_backends(struct cpumeter *m, PGconn *c, const char *dbname)
 		PQreset(c);
 	r = PQexecParams(c,
 			 "SELECT pid, coalesce(datname = $1, false), datname IS NULL AND "
-			 "backend_type <> 'client backend' FROM pg_stat_activity WHERE pid <> "
-			 "pg_backend_pid()",
+			 "backend_type <> 'client backend', application_name FROM "
+			 "pg_stat_activity WHERE pid <> pg_backend_pid()",
 			 1, NULL, p, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK && !m->warned++) /* once: it keeps failing */
 		fprintf(stderr,
@@ -153,6 +191,7 @@ static void read_backends(struct cpumeter *m, PGconn *c, const char *dbname)
 			b->pid = (pid_t)atoi(PQgetvalue(r, i, 0));
 			b->our_db = PQgetvalue(r, i, 1)[0] == 't';
 			b->no_db = PQgetvalue(r, i, 2)[0] == 't';
+			cpumeter_conn_name(PQgetvalue(r, i, 3), b->conn, sizeof(b->conn));
 		}
 	}
 	PQclear(r);
@@ -219,6 +258,40 @@ static void describe(struct cpumeter *m, struct cpumeter_proc *p, const char *db
 			p->pg_observer = true;
 }
 
+static int conn_find(const struct cpumeter *m, const char *name)
+{
+	for (int i = 0; i < m->n_conns; i++)
+		if (!strcmp(m->conn_name[i], name))
+			return i;
+	return -1;
+}
+
+/*
+ * The slot of a CM_PG backend's connection name, added when new: "other"
+ * when pg_stat_activity has not listed the backend (yet). The last slot is
+ * kept for "other", so a full table loses no time.
+ */
+static int conn_index(struct cpumeter *m, pid_t pid)
+{
+	const char *name = "other";
+	int i;
+
+	for (i = 0; i < m->n_backends; i++)
+		if (m->be[i].pid == pid) {
+			name = m->be[i].conn;
+			break;
+		}
+	if ((i = conn_find(m, name)) >= 0)
+		return i;
+	if (m->n_conns >= CPUMETER_CONNS - 1 && strcmp(name, "other")) {
+		if ((i = conn_find(m, "other")) >= 0)
+			return i;
+		name = "other";
+	}
+	snprintf(m->conn_name[m->n_conns], CPUMETER_CONN_NAME, "%s", name);
+	return m->n_conns++;
+}
+
 static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t postmaster)
 {
 	struct cpumeter_rules rules;
@@ -255,10 +328,16 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 				continue;
 			}
 			e = &m->e[m->n++];
-			*e = (struct cm_entry){p.pid, start, start >= m->born ? 0 : cpu, cpu, cls};
+			*e = (struct cm_entry){.pid = p.pid,
+					       .start = start,
+					       .base = start >= m->born ? 0 : cpu,
+					       .last = cpu,
+					       .cls = cls,
+					       .conn = -1};
 		}
 		e->last = cpu;
 		e->cls = cls; /* a backend listed late moves all its time to its class */
+		e->conn = cls == CM_PG ? conn_index(m, p.pid) : -1; /* and to its name */
 	}
 	closedir(dir);
 }
@@ -269,9 +348,18 @@ static void sums(struct cpumeter *m)
 
 	for (int k = 0; k < CM_NCLASS; k++)
 		m->sum_ms[k] = 0;
-	for (int i = 0; i < m->n; i++)
+	for (int k = 0; k < CPUMETER_CONNS; k++)
+		m->conn_ms[k] = 0;
+	for (int i = 0; i < m->n; i++) {
+		double ms = (double)(m->e[i].last - m->e[i].base) * tick_ms;
+
 		if (m->e[i].cls >= 0 && m->e[i].cls < CM_NCLASS)
-			m->sum_ms[m->e[i].cls] += (double)(m->e[i].last - m->e[i].base) * tick_ms;
+			m->sum_ms[m->e[i].cls] += ms;
+		if (m->e[i].cls == CM_PG && m->e[i].conn >= 0)
+			m->conn_ms[m->e[i].conn] += ms;
+	}
+	memcpy(m->read_conn_name, m->conn_name, sizeof(m->conn_name));
+	m->read_n_conns = m->n_conns;
 }
 
 static pid_t postmaster_of(PGconn *c)
@@ -392,6 +480,16 @@ int cpumeter_read(struct cpumeter *m, double ms[CM_NCLASS])
 	}
 	memcpy(ms, m->sum_ms, sizeof(m->sum_ms));
 	return 0;
+}
+
+int cpumeter_read_conns(struct cpumeter *m, char names[CPUMETER_CONNS][CPUMETER_CONN_NAME],
+			double ms[CPUMETER_CONNS])
+{
+	if (!m)
+		return 0;
+	memcpy(names, m->read_conn_name, sizeof(m->read_conn_name));
+	memcpy(ms, m->conn_ms, sizeof(m->conn_ms));
+	return m->read_n_conns;
 }
 
 double cpumeter_machine_ms(void)

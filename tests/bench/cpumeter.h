@@ -24,10 +24,13 @@
 #define OUTBOX_TESTS_BENCH_CPUMETER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #define CPUMETER_PERIOD_MS 200
 #define CPUMETER_GROUPS    8
+#define CPUMETER_CONNS     16 /* connection names told apart (CM_PG only) */
+#define CPUMETER_CONN_NAME 32
 
 enum cpumeter_class {
 	CM_NONE = -1,
@@ -60,6 +63,18 @@ struct cpumeter_rules {
 enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r,
 				      const struct cpumeter_proc *p);
 
+/*
+ * The connection a CM_PG backend serves, named from its application_name,
+ * so that a phase's PostgreSQL CPU splits by what outboxd uses each
+ * connection for (worker/worker.h, oracle/): "outboxd-" is dropped, a
+ * worker's data connections are one ("worker/data"), a worker's event
+ * relay ("outboxd-worker-<n>") is "worker/relay", the gateway's API
+ * connections count with its own ("gateway"); no name is "unnamed" (the
+ * benchmark's enqueuers, pgbench) and a name that is not outboxd's is
+ * "other". Writes a NUL-terminated name of at most n - 1 bytes. Pure.
+ */
+void cpumeter_conn_name(const char *application_name, char *out, size_t n);
+
 struct cpumeter;
 
 /*
@@ -76,6 +91,13 @@ void cpumeter_observer(struct cpumeter *m, pid_t backend_pid);
  * the meter started into ms; 0, or -1 if the sampler did not answer.
  */
 int cpumeter_read(struct cpumeter *m, double ms[CM_NCLASS]);
+/*
+ * After a cpumeter_read: the CM_PG milliseconds of that read split by
+ * connection name (cpumeter_conn_name), n of them (at most CPUMETER_CONNS;
+ * later names count as "other"). The order is the order first seen.
+ */
+int cpumeter_read_conns(struct cpumeter *m, char names[CPUMETER_CONNS][CPUMETER_CONN_NAME],
+			double ms[CPUMETER_CONNS]);
 /* Milliseconds of CPU the whole machine (every process) used, from /proc/stat. */
 double cpumeter_machine_ms(void);
 /* The 1-minute load average, from /proc/loadavg (-1 if unreadable). */

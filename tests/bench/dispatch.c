@@ -117,11 +117,15 @@ static void print_line(json_t *o)
 /* CPU per class, the machine's CPU, wall time and load at one instant. */
 struct cpu_mark {
 	double ms[CM_NCLASS], machine_ms, at_s, load;
+	int n_conns; /* CM_PG by connection (cpumeter_read_conns) */
+	char conn[CPUMETER_CONNS][CPUMETER_CONN_NAME];
+	double conn_ms[CPUMETER_CONNS];
 };
 
 static void cpu_mark(struct cpu_mark *m)
 {
 	ck_assert_msg(cpumeter_read(meter, m->ms) == 0, "the CPU meter failed");
+	m->n_conns = cpumeter_read_conns(meter, m->conn, m->conn_ms);
 	m->machine_ms = cpumeter_machine_ms();
 	m->at_s = now_s();
 	m->load = cpumeter_loadavg();
@@ -152,6 +156,35 @@ static double run_per_op(const struct cpu_mark *a, const struct cpu_mark *b, dou
 }
 
 /*
+ * PostgreSQL's CPU between a and b per op, by connection: where the
+ * backends' time went (claims on a worker's control connection, attempt
+ * rows on its write-ahead one, landings on its data ones, seals on its
+ * relay's...), largest first. Names are only ever added, in the same
+ * slots, so b holds every name of a.
+ */
+static json_t *conn_fields(const struct cpu_mark *a, const struct cpu_mark *b, double ops)
+{
+	json_t *o = json_object();
+	bool used[CPUMETER_CONNS] = {false};
+
+	for (;;) {
+		int best = -1;
+		double best_ms = 0;
+
+		for (int i = 0; i < b->n_conns; i++) {
+			double d = b->conn_ms[i] - (i < a->n_conns ? a->conn_ms[i] : 0);
+
+			if (!used[i] && d > best_ms)
+				best = i, best_ms = d;
+		}
+		if (best < 0)
+			return o;
+		used[best] = true;
+		json_object_set_new(o, b->conn[best], json_real(best_ms / ops));
+	}
+}
+
+/*
  * Adds the CPU spent between a and b, per op, to o: one field per class,
  * their total, the machine's (every process, other users' too), the cores
  * the machine kept busy, and the load average at the end.
@@ -162,6 +195,7 @@ static void cpu_fields(json_t *o, const struct cpu_mark *a, const struct cpu_mar
 
 	for (int k = 0; k < CM_NCLASS; k++)
 		json_object_set_new(o, class_field[k], json_real((b->ms[k] - a->ms[k]) / ops));
+	json_object_set_new(o, "pg_cpu_ms_per_op_by_connection", conn_fields(a, b, ops));
 	json_object_set_new(o, "run_cpu_ms_per_op", json_real(run_per_op(a, b, ops)));
 	json_object_set_new(o, "machine_cpu_ms_per_op",
 			    json_real((b->machine_ms - a->machine_ms) / ops));

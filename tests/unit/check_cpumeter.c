@@ -1,12 +1,14 @@
 /*
  * check_cpumeter.c - the benchmarks' CPU meter: which class a process's
  * time goes to (cpumeter_classify), over every combination of what the
- * sampler can know of a process, against the rules cpumeter.h states.
+ * sampler can know of a process, against the rules cpumeter.h states; and
+ * the name a backend's time is reported under (cpumeter_conn_name).
  */
 #include "tests/bench/cpumeter.h"
 
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 #include "tests/support/check_main.h"
 
 enum { SELF = 100, POSTMASTER = 200, OUTBOXD = 300, SIM = 400, BENCH = 500, OTHER = 900 };
@@ -137,6 +139,52 @@ START_TEST(test_cpumeter_unknown_postmaster)
 }
 END_TEST
 
+/* Every connection outboxd names, and names that are not its own. */
+START_TEST(test_cpumeter_conn_names)
+{
+	static const char *const cases[][2] = {
+		{"outboxd-worker/control", "worker/control"},
+		{"outboxd-worker/data1", "worker/data"},
+		{"outboxd-worker/data3", "worker/data"},
+		{"outboxd-worker/data", "worker/data"}, /* no number: its own name */
+		{"outboxd-worker/datax", "worker/datax"},
+		{"outboxd-worker/ahead", "worker/ahead"},
+		{"outboxd-worker/express", "worker/express"},
+		{"outboxd-worker-0", "worker/relay"},
+		{"outboxd-worker-12", "worker/relay"},
+		{"outboxd-worker-", "worker-"},
+		{"outboxd-worker-1a", "worker-1a"},
+		{"outboxd-oracle", "oracle"},
+		{"outboxd-lane-watch", "lane-watch"},
+		{"outboxd-follower", "follower"},
+		{"outboxd-archiver", "archiver"},
+		{"outboxd-lanes-vacuum", "lanes-vacuum"},
+		{"outboxd-gateway", "gateway"},
+		{"outboxd-gateway-api", "gateway"},
+		{"outboxd-", "other"},
+		{"outboxd", "other"},
+		{"pgbench", "other"},
+		{"psql", "other"},
+		{"", "unnamed"},
+	};
+	char out[CPUMETER_CONN_NAME];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cpumeter_conn_name(cases[i][0], out, sizeof(out));
+		ck_assert_msg(!strcmp(out, cases[i][1]), "%s: got %s, want %s", cases[i][0], out,
+			      cases[i][1]);
+	}
+	cpumeter_conn_name(NULL, out, sizeof(out));
+	ck_assert_str_eq(out, "unnamed");
+	/* bounded: a long name is cut, never overrun */
+	char small[6] = "xxxxx";
+	cpumeter_conn_name("outboxd-lanes-vacuum", small, sizeof(small));
+	ck_assert_str_eq(small, "lanes");
+	cpumeter_conn_name("outboxd-oracle", small, 0);
+	ck_assert_str_eq(small, "lanes");
+}
+END_TEST
+
 static Suite *cpumeter_suite(void)
 {
 	Suite *s = suite_create("cpumeter");
@@ -147,6 +195,7 @@ static Suite *cpumeter_suite(void)
 	tcase_add_test(tc, test_cpumeter_server_processes);
 	tcase_add_test(tc, test_cpumeter_groups);
 	tcase_add_test(tc, test_cpumeter_unknown_postmaster);
+	tcase_add_test(tc, test_cpumeter_conn_names);
 	suite_add_tcase(s, tc);
 	return s;
 }
