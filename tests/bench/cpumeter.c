@@ -47,9 +47,8 @@ struct cpumeter {
 	pid_t group[CPUMETER_GROUPS];
 	int group_class[CPUMETER_GROUPS];
 	pid_t obs[CM_MAX_OBSERVERS];
-	double sum_ms[CM_NCLASS]; /* written by the sampler before `done` */
-	int read_n_conns;         /* the CM_PG split by connection, likewise */
-	char read_conn_name[CPUMETER_CONNS][CPUMETER_CONN_NAME];
+	double sum_ms[CM_NCLASS];         /* written by the sampler before `done` */
+	struct cpumeter_conns read_conns; /* the CM_PG split by connection, likewise */
 	double conn_ms[CPUMETER_CONNS];
 	int overflow; /* processes not remembered: the table was full */
 	int warned;   /* pg_stat_activity failures (the first one is printed) */
@@ -60,8 +59,7 @@ struct cpumeter {
 	/* sampler-private scratch, here to keep the sampler's stack small */
 	int n_backends;
 	struct cm_backend be[CM_MAX_BACKENDS];
-	int n_conns; /* names seen so far; sums() publishes them as read_* */
-	char conn_name[CPUMETER_CONNS][CPUMETER_CONN_NAME];
+	struct cpumeter_conns conns; /* names seen so far; sums() publishes them */
 };
 
 enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r, const struct cpumeter_proc *p)
@@ -114,6 +112,49 @@ void cpumeter_conn_name(const char *app, char *out, size_t n)
 			name = r;
 	}
 	snprintf(out, n, "%s", name);
+}
+
+int cpumeter_conn_slot(struct cpumeter_conns *t, const char *name)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < t->n; i++)
+			if (!strcmp(t->name[i], name))
+				return i;
+		if (t->n < CPUMETER_CONNS - 1 ||
+		    (t->n == CPUMETER_CONNS - 1 && !strcmp(name, "other")))
+			break;
+		name = "other"; /* no room left but "other"'s */
+	}
+	if (t->n < 0 || t->n >= CPUMETER_CONNS)
+		return -1; /* not a table this function built */
+	snprintf(t->name[t->n], CPUMETER_CONN_NAME, "%s", name);
+	return t->n++;
+}
+
+int cpumeter_conn_growth(const double *a, int na, const double *b, int nb, int order[],
+			 double grew[])
+{
+	bool used[CPUMETER_CONNS] = {false};
+	int k = 0;
+
+	if (nb > CPUMETER_CONNS)
+		nb = CPUMETER_CONNS;
+	for (;;) {
+		int best = -1;
+		double best_ms = 0;
+
+		for (int i = 0; i < nb; i++) {
+			double d = b[i] - (i < na ? a[i] : 0);
+
+			if (!used[i] && d > best_ms)
+				best = i, best_ms = d;
+		}
+		if (best < 0)
+			return k;
+		used[best] = true;
+		order[k] = best;
+		grew[k++] = best_ms;
+	}
 }
 
 static long ticks_per_s(void)
@@ -258,38 +299,17 @@ static void describe(struct cpumeter *m, struct cpumeter_proc *p, const char *db
 			p->pg_observer = true;
 }
 
-static int conn_find(const struct cpumeter *m, const char *name)
-{
-	for (int i = 0; i < m->n_conns; i++)
-		if (!strcmp(m->conn_name[i], name))
-			return i;
-	return -1;
-}
-
 /*
- * The slot of a CM_PG backend's connection name, added when new: "other"
- * when pg_stat_activity has not listed the backend (yet). The last slot is
- * kept for "other", so a full table loses no time.
+ * The connection name pg_stat_activity gave backend pid at its last read,
+ * or NULL when it did not list it (not yet, or no longer: a backend leaves
+ * the view before its process exits).
  */
-static int conn_index(struct cpumeter *m, pid_t pid)
+static const char *listed_conn(const struct cpumeter *m, pid_t pid)
 {
-	const char *name = "other";
-	int i;
-
-	for (i = 0; i < m->n_backends; i++)
-		if (m->be[i].pid == pid) {
-			name = m->be[i].conn;
-			break;
-		}
-	if ((i = conn_find(m, name)) >= 0)
-		return i;
-	if (m->n_conns >= CPUMETER_CONNS - 1 && strcmp(name, "other")) {
-		if ((i = conn_find(m, "other")) >= 0)
-			return i;
-		name = "other";
-	}
-	snprintf(m->conn_name[m->n_conns], CPUMETER_CONN_NAME, "%s", name);
-	return m->n_conns++;
+	for (int i = 0; i < m->n_backends; i++)
+		if (m->be[i].pid == pid)
+			return m->be[i].conn;
+	return NULL;
 }
 
 static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t postmaster)
@@ -305,6 +325,7 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 	while ((d = readdir(dir))) {
 		struct cpumeter_proc p = {0};
 		unsigned long long cpu, start;
+		const char *name;
 		struct cm_entry *e;
 		enum cpumeter_class cls;
 
@@ -337,7 +358,12 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 		}
 		e->last = cpu;
 		e->cls = cls; /* a backend listed late moves all its time to its class */
-		e->conn = cls == CM_PG ? conn_index(m, p.pid) : -1; /* and to its name */
+		if (cls != CM_PG)
+			e->conn = -1;
+		else if ((name = listed_conn(m, p.pid)))
+			e->conn = cpumeter_conn_slot(&m->conns, name); /* time moves with it */
+		else if (e->conn < 0)
+			e->conn = cpumeter_conn_slot(&m->conns, "other"); /* until it is listed */
 	}
 	closedir(dir);
 }
@@ -358,8 +384,7 @@ static void sums(struct cpumeter *m)
 		if (m->e[i].cls == CM_PG && m->e[i].conn >= 0)
 			m->conn_ms[m->e[i].conn] += ms;
 	}
-	memcpy(m->read_conn_name, m->conn_name, sizeof(m->conn_name));
-	m->read_n_conns = m->n_conns;
+	m->read_conns = m->conns;
 }
 
 static pid_t postmaster_of(PGconn *c)
@@ -482,14 +507,15 @@ int cpumeter_read(struct cpumeter *m, double ms[CM_NCLASS])
 	return 0;
 }
 
-int cpumeter_read_conns(struct cpumeter *m, char names[CPUMETER_CONNS][CPUMETER_CONN_NAME],
-			double ms[CPUMETER_CONNS])
+void cpumeter_read_conns(struct cpumeter *m, struct cpumeter_conns *names,
+			 double ms[CPUMETER_CONNS])
 {
+	memset(names, 0, sizeof(*names));
+	memset(ms, 0, sizeof(double) * CPUMETER_CONNS);
 	if (!m)
-		return 0;
-	memcpy(names, m->read_conn_name, sizeof(m->read_conn_name));
+		return;
+	*names = m->read_conns;
 	memcpy(ms, m->conn_ms, sizeof(m->conn_ms));
-	return m->read_n_conns;
 }
 
 double cpumeter_machine_ms(void)

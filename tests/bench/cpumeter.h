@@ -70,10 +70,37 @@ enum cpumeter_class cpumeter_classify(const struct cpumeter_rules *r,
  * worker's data connections are one ("worker/data"), a worker's event
  * relay ("outboxd-worker-<n>") is "worker/relay", the gateway's API
  * connections count with its own ("gateway"); no name is "unnamed" (the
- * benchmark's enqueuers, pgbench) and a name that is not outboxd's is
- * "other". Writes a NUL-terminated name of at most n - 1 bytes. Pure.
+ * benchmark's enqueuers, autovacuum workers), and pgbench's or any other
+ * name that is not outboxd's is "other". Writes a NUL-terminated name of
+ * at most n - 1 bytes (nothing when n is 0). Pure.
  */
 void cpumeter_conn_name(const char *application_name, char *out, size_t n);
+
+/*
+ * The names a meter tells apart, in the order first seen; a name keeps
+ * its slot for the meter's life, so two reads compare slot by slot.
+ */
+struct cpumeter_conns {
+	int n;
+	char name[CPUMETER_CONNS][CPUMETER_CONN_NAME];
+};
+
+/*
+ * The slot of name in t (zeroed at first), added when new. The last slot
+ * is kept for "other", which takes every name past the table's room, so a
+ * full table loses no time; -1 only for a table this function did not
+ * build. Pure (on t).
+ */
+int cpumeter_conn_slot(struct cpumeter_conns *t, const char *name);
+
+/*
+ * The slots whose milliseconds grew from a (na slots) to b (nb >= na
+ * slots), largest growth first, into order[] with the growth in grew[];
+ * how many (at most nb). A slot that did not grow is left out (a backend
+ * listed late moves its time between names). Pure.
+ */
+int cpumeter_conn_growth(const double *a, int na, const double *b, int nb, int order[],
+			 double grew[]);
 
 struct cpumeter;
 
@@ -92,12 +119,12 @@ void cpumeter_observer(struct cpumeter *m, pid_t backend_pid);
  */
 int cpumeter_read(struct cpumeter *m, double ms[CM_NCLASS]);
 /*
- * After a cpumeter_read: the CM_PG milliseconds of that read split by
- * connection name (cpumeter_conn_name), n of them (at most CPUMETER_CONNS;
- * later names count as "other"). The order is the order first seen.
+ * After a cpumeter_read, by the thread that called it: that read's CM_PG
+ * milliseconds split by connection name (cpumeter_conn_name), slot by
+ * slot (cpumeter_conn_slot).
  */
-int cpumeter_read_conns(struct cpumeter *m, char names[CPUMETER_CONNS][CPUMETER_CONN_NAME],
-			double ms[CPUMETER_CONNS]);
+void cpumeter_read_conns(struct cpumeter *m, struct cpumeter_conns *names,
+			 double ms[CPUMETER_CONNS]);
 /* Milliseconds of CPU the whole machine (every process) used, from /proc/stat. */
 double cpumeter_machine_ms(void);
 /* The 1-minute load average, from /proc/loadavg (-1 if unreadable). */

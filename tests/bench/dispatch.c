@@ -117,15 +117,14 @@ static void print_line(json_t *o)
 /* CPU per class, the machine's CPU, wall time and load at one instant. */
 struct cpu_mark {
 	double ms[CM_NCLASS], machine_ms, at_s, load;
-	int n_conns; /* CM_PG by connection (cpumeter_read_conns) */
-	char conn[CPUMETER_CONNS][CPUMETER_CONN_NAME];
+	struct cpumeter_conns conns; /* CM_PG by connection (cpumeter_read_conns) */
 	double conn_ms[CPUMETER_CONNS];
 };
 
 static void cpu_mark(struct cpu_mark *m)
 {
 	ck_assert_msg(cpumeter_read(meter, m->ms) == 0, "the CPU meter failed");
-	m->n_conns = cpumeter_read_conns(meter, m->conn, m->conn_ms);
+	cpumeter_read_conns(meter, &m->conns, m->conn_ms);
 	m->machine_ms = cpumeter_machine_ms();
 	m->at_s = now_s();
 	m->load = cpumeter_loadavg();
@@ -159,29 +158,18 @@ static double run_per_op(const struct cpu_mark *a, const struct cpu_mark *b, dou
  * PostgreSQL's CPU between a and b per op, by connection: where the
  * backends' time went (claims on a worker's control connection, attempt
  * rows on its write-ahead one, landings on its data ones, seals on its
- * relay's...), largest first. Names are only ever added, in the same
- * slots, so b holds every name of a.
+ * relay's...), largest first.
  */
 static json_t *conn_fields(const struct cpu_mark *a, const struct cpu_mark *b, double ops)
 {
 	json_t *o = json_object();
-	bool used[CPUMETER_CONNS] = {false};
+	int order[CPUMETER_CONNS];
+	double grew[CPUMETER_CONNS];
+	int n = cpumeter_conn_growth(a->conn_ms, a->conns.n, b->conn_ms, b->conns.n, order, grew);
 
-	for (;;) {
-		int best = -1;
-		double best_ms = 0;
-
-		for (int i = 0; i < b->n_conns; i++) {
-			double d = b->conn_ms[i] - (i < a->n_conns ? a->conn_ms[i] : 0);
-
-			if (!used[i] && d > best_ms)
-				best = i, best_ms = d;
-		}
-		if (best < 0)
-			return o;
-		used[best] = true;
-		json_object_set_new(o, b->conn[best], json_real(best_ms / ops));
-	}
+	for (int i = 0; i < n && ops > 0; i++)
+		json_object_set_new(o, b->conns.name[order[i]], json_real(grew[i] / ops));
+	return o;
 }
 
 /*

@@ -2,11 +2,14 @@
  * check_cpumeter.c - the benchmarks' CPU meter: which class a process's
  * time goes to (cpumeter_classify), over every combination of what the
  * sampler can know of a process, against the rules cpumeter.h states; and
- * the name a backend's time is reported under (cpumeter_conn_name).
+ * the name a backend's time is reported under (cpumeter_conn_name), the
+ * table of those names (cpumeter_conn_slot) and the order they are
+ * reported in (cpumeter_conn_growth).
  */
 #include "tests/bench/cpumeter.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tests/support/check_main.h"
@@ -185,6 +188,67 @@ START_TEST(test_cpumeter_conn_names)
 }
 END_TEST
 
+/* Names past the table's room go to "other", which always has a slot. */
+START_TEST(test_cpumeter_conn_slots)
+{
+	struct cpumeter_conns t = {0};
+	char name[CPUMETER_CONN_NAME];
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		ck_assert_int_eq(cpumeter_conn_slot(&t, name),
+				 i < CPUMETER_CONNS - 1 ? i : CPUMETER_CONNS - 1);
+	}
+	ck_assert_int_eq(t.n, CPUMETER_CONNS);
+	ck_assert_str_eq(t.name[CPUMETER_CONNS - 1], "other");
+	ck_assert_int_eq(cpumeter_conn_slot(&t, "other"), CPUMETER_CONNS - 1);
+	for (int i = 0; i < 20; i++) { /* a name keeps its slot */
+		snprintf(name, sizeof(name), "c%d", i);
+		ck_assert_int_eq(cpumeter_conn_slot(&t, name),
+				 i < CPUMETER_CONNS - 1 ? i : CPUMETER_CONNS - 1);
+		ck_assert_int_eq(t.n, CPUMETER_CONNS);
+	}
+
+	/* "other" seen first: the names still get the rest of the room */
+	memset(&t, 0, sizeof(t));
+	ck_assert_int_eq(cpumeter_conn_slot(&t, "other"), 0);
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		ck_assert_int_eq(cpumeter_conn_slot(&t, name), i < CPUMETER_CONNS - 2 ? i + 1 : 0);
+	}
+	ck_assert_int_le(t.n, CPUMETER_CONNS);
+
+	/* a table this function did not build (full, no "other") */
+	memset(&t, 0, sizeof(t));
+	t.n = CPUMETER_CONNS;
+	for (int i = 0; i < CPUMETER_CONNS; i++)
+		snprintf(t.name[i], sizeof(t.name[i]), "x%d", i);
+	ck_assert_int_eq(cpumeter_conn_slot(&t, "y"), -1);
+	ck_assert_int_eq(cpumeter_conn_slot(&t, "x3"), 3);
+}
+END_TEST
+
+/* Largest growth first; a slot that did not grow, or shrank, is left out. */
+START_TEST(test_cpumeter_conn_growth)
+{
+	const double a[] = {1, 2, 3, 7};
+	const double b[] = {1, 5, 2.5, 10, 4, 0};
+	int order[CPUMETER_CONNS];
+	double grew[CPUMETER_CONNS];
+	int n = cpumeter_conn_growth(a, 4, b, 6, order, grew);
+
+	/* slot 0 did not grow, 2 shrank, 5 is new with nothing */
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(order[0], 4); /* new, 4 */
+	ck_assert_int_eq(order[1], 1); /* +3 */
+	ck_assert_int_eq(order[2], 3); /* +3, after 1: ties keep slot order */
+	ck_assert(grew[0] == 4 && grew[1] == 3 && grew[2] == 3);
+	ck_assert_int_eq(cpumeter_conn_growth(a, 4, b, 0, order, grew), 0);
+	ck_assert_int_eq(cpumeter_conn_growth(NULL, 0, b, 2, order, grew), 2);
+	ck_assert(order[0] == 1 && grew[0] == 5 && order[1] == 0 && grew[1] == 1);
+}
+END_TEST
+
 static Suite *cpumeter_suite(void)
 {
 	Suite *s = suite_create("cpumeter");
@@ -196,6 +260,8 @@ static Suite *cpumeter_suite(void)
 	tcase_add_test(tc, test_cpumeter_groups);
 	tcase_add_test(tc, test_cpumeter_unknown_postmaster);
 	tcase_add_test(tc, test_cpumeter_conn_names);
+	tcase_add_test(tc, test_cpumeter_conn_slots);
+	tcase_add_test(tc, test_cpumeter_conn_growth);
 	suite_add_tcase(s, tc);
 	return s;
 }
