@@ -31,7 +31,7 @@ struct cm_entry {
 	unsigned long long base;  /* ticks when first seen, 0 if born after the meter */
 	unsigned long long last;  /* ticks at the latest sample */
 	int cls;
-	int conn; /* index into conn_name for a CM_PG backend, else -1 */
+	int conn; /* its slot in the meter's conns for a CM_PG backend, else -1 */
 };
 
 struct cm_backend {
@@ -116,15 +116,11 @@ void cpumeter_conn_name(const char *app, char *out, size_t n)
 
 int cpumeter_conn_slot(struct cpumeter_conns *t, const char *name)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		for (int i = 0; i < t->n; i++)
-			if (!strcmp(t->name[i], name))
-				return i;
-		if (t->n < CPUMETER_CONNS - 1 ||
-		    (t->n == CPUMETER_CONNS - 1 && !strcmp(name, "other")))
-			break;
-		name = "other"; /* no room left but "other"'s */
-	}
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->name[i], name))
+			return i;
+	if (t->n >= CPUMETER_CONNS - 1 && strcmp(name, "other"))
+		return cpumeter_conn_slot(t, "other"); /* no room left but "other"'s */
 	if (t->n < 0 || t->n >= CPUMETER_CONNS)
 		return -1; /* not a table this function built */
 	snprintf(t->name[t->n], CPUMETER_CONN_NAME, "%s", name);
@@ -280,36 +276,31 @@ static bool title_names_db(pid_t pid, const char *dbname)
 	return found;
 }
 
-static void describe(struct cpumeter *m, struct cpumeter_proc *p, const char *dbname,
-		     pid_t postmaster)
+/*
+ * Fills in what pg_stat_activity's last read and the observers say of p;
+ * returns its row of that read, or NULL when it did not list p (not yet,
+ * or no longer: a backend leaves the view before its process exits).
+ */
+static const struct cm_backend *describe(struct cpumeter *m, struct cpumeter_proc *p,
+					 const char *dbname, pid_t postmaster)
 {
 	int n_obs = atomic_load(&m->n_obs);
+	const struct cm_backend *row = NULL;
 
 	p->pg_backend = p->pg_our_db = p->pg_no_db = p->pg_observer = false;
 	for (int i = 0; i < m->n_backends; i++)
 		if (m->be[i].pid == p->pid) {
+			row = &m->be[i];
 			p->pg_backend = true;
-			p->pg_our_db = m->be[i].our_db;
-			p->pg_no_db = m->be[i].no_db;
+			p->pg_our_db = row->our_db;
+			p->pg_no_db = row->no_db;
 		}
 	if (!p->pg_backend && p->ppid == postmaster && title_names_db(p->pid, dbname))
 		p->pg_backend = p->pg_our_db = true;
 	for (int i = 0; i < n_obs; i++)
 		if (m->obs[i] == p->pid)
 			p->pg_observer = true;
-}
-
-/*
- * The connection name pg_stat_activity gave backend pid at its last read,
- * or NULL when it did not list it (not yet, or no longer: a backend leaves
- * the view before its process exits).
- */
-static const char *listed_conn(const struct cpumeter *m, pid_t pid)
-{
-	for (int i = 0; i < m->n_backends; i++)
-		if (m->be[i].pid == pid)
-			return m->be[i].conn;
-	return NULL;
+	return row;
 }
 
 static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t postmaster)
@@ -325,7 +316,7 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 	while ((d = readdir(dir))) {
 		struct cpumeter_proc p = {0};
 		unsigned long long cpu, start;
-		const char *name;
+		const struct cm_backend *row;
 		struct cm_entry *e;
 		enum cpumeter_class cls;
 
@@ -334,7 +325,7 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 		p.pid = (pid_t)atoi(d->d_name);
 		if (read_stat(p.pid, &p.ppid, &p.pgrp, &cpu, &start))
 			continue; /* gone meanwhile */
-		describe(m, &p, dbname, postmaster);
+		row = describe(m, &p, dbname, postmaster);
 		cls = cpumeter_classify(&rules, &p);
 		e = entry(m, p.pid, start);
 		if (!e && cls == CM_NONE)
@@ -360,8 +351,8 @@ static void sample(struct cpumeter *m, PGconn *c, const char *dbname, pid_t post
 		e->cls = cls; /* a backend listed late moves all its time to its class */
 		if (cls != CM_PG)
 			e->conn = -1;
-		else if ((name = listed_conn(m, p.pid)))
-			e->conn = cpumeter_conn_slot(&m->conns, name); /* time moves with it */
+		else if (row)
+			e->conn = cpumeter_conn_slot(&m->conns, row->conn); /* time moves with it */
 		else if (e->conn < 0)
 			e->conn = cpumeter_conn_slot(&m->conns, "other"); /* until it is listed */
 	}
